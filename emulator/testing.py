@@ -1,0 +1,1 @@
+"""Test helpers for users' own async integration tests (filled in by the cluster work)."""
