@@ -1,0 +1,515 @@
+"""The load data the Modular Load Manager exchanges and keeps (spec `pulsar-algorithms.md` §1, §2.1).
+
+Structs stored in the metadata store use `rename="camel"`, so `msgspec.json.encode` produces Pulsar's
+JSON (`{"webServiceUrl": ..., "cpu": {"usage": .., "limit": ..}, "msgRateIn": ..}`). Encode with
+`encode_json` to get sets and map keys sorted (Python set order varies between processes).
+
+Arithmetic is Java's, surprises included: `ResourceUsage.percent_usage` is single precision, the
+unweighted max usage is divided in single precision too, `max` starts at −∞ with a strict `>`, and
+`Math.max` propagates NaN. Nothing here validates per instance: these Structs sit in hot paths.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+if TYPE_CHECKING:
+    from emulator.model.config import ServiceConfig
+
+__all__ = [
+    "NUM_SHORT_SAMPLES",
+    "NUM_LONG_SAMPLES",
+    "DEFAULT_MESSAGE_RATE",
+    "DEFAULT_MESSAGE_THROUGHPUT",
+    "ResourceUsage",
+    "NamespaceBundleStats",
+    "LocalBrokerData",
+    "TimeAverageMessageData",
+    "BundleData",
+    "TimeAverageBrokerData",
+    "BrokerData",
+    "LoadData",
+    "default_bundle_stats",
+    "need_broker_data_update",
+    "percent_change",
+    "namespace_of",
+    "range_of",
+    "is_system_service_namespace",
+    "encode_json",
+]
+
+NUM_SHORT_SAMPLES = 10
+NUM_LONG_SAMPLES = 1000
+DEFAULT_MESSAGE_RATE = 50.0  # msg/s, each way, for a bundle never seen
+DEFAULT_MESSAGE_THROUGHPUT = 50000.0  # bytes/s (decimal 50 kB/s), each way
+
+_F32 = struct.Struct("<f")
+
+
+def _f32(x: float) -> float:
+    """Round a double to the nearest float32, as Java's `(float)` cast (widened back to a double)."""
+    try:
+        return _F32.unpack(_F32.pack(x))[0]
+    except OverflowError:  # beyond float32 range: Java rounds to ±Infinity (or ±MAX_VALUE)
+        with np.errstate(over="ignore"):
+            return float(np.float32(x))
+
+
+def _java_max(a: float, b: float) -> float:
+    """`Math.max(double, double)`: NaN if either is NaN (Python's `max` is order dependent)."""
+    if a != a or b != b:
+        return math.nan
+    return a if a >= b else b
+
+
+def _java_div(a: float, b: float) -> float:
+    """Java double division: x/0 is ±Infinity, 0/0 is NaN (Python raises)."""
+    if b == 0:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+# --- Resource usage --------------------------------------------------------------------------------
+
+
+class ResourceUsage(msgspec.Struct, rename="camel"):
+    """One resource's usage and limit (units per §1.2; only the ratio matters)."""
+
+    usage: float = 0.0
+    limit: float = 0.0
+
+    def percent_usage(self) -> float:
+        """Java `percentUsage()`: `((float)usage / (float)limit) * 100` in float32, 0 if limit ≤ 0."""
+        proportion = 0.0
+        if self.limit > 0:
+            proportion = _f32(_f32(self.usage) / _f32(self.limit))
+        return _f32(proportion * 100.0)
+
+
+class NamespaceBundleStats(msgspec.Struct, rename="camel"):
+    """One bundle's sample in a load report: rates in msg/s, throughputs in bytes/s."""
+
+    msg_rate_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_throughput_out: float = 0.0
+    consumer_count: int = 0
+    producer_count: int = 0
+    topics: int = 0
+    cache_size: int = 0
+
+
+def default_bundle_stats() -> NamespaceBundleStats:
+    """MLMI's `defaultStats`: what a never-seen bundle is assumed to carry (a fresh instance)."""
+    return NamespaceBundleStats(
+        msg_rate_in=DEFAULT_MESSAGE_RATE,
+        msg_rate_out=DEFAULT_MESSAGE_RATE,
+        msg_throughput_in=DEFAULT_MESSAGE_THROUGHPUT,
+        msg_throughput_out=DEFAULT_MESSAGE_THROUGHPUT,
+    )
+
+
+# --- LocalBrokerData -------------------------------------------------------------------------------
+
+
+def _max_from_neg_inf(values: Iterable[float]) -> float:
+    result = -math.inf
+    for v in values:
+        if v > result:
+            result = v
+    return result
+
+
+class LocalBrokerData(msgspec.Struct, rename="camel"):
+    """What each broker writes to `/loadbalance/brokers/<id>`; the leader reads it.
+
+    Equality is field-wise (Java's `equals` compares only the four URLs; use `url_key()` for that).
+    """
+
+    web_service_url: str = ""
+    web_service_url_tls: str = ""
+    pulsar_service_url: str = ""
+    pulsar_service_url_tls: str = ""
+    persistent_topics_enabled: bool = True
+    non_persistent_topics_enabled: bool = True
+    cpu: ResourceUsage = msgspec.field(default_factory=ResourceUsage)
+    memory: ResourceUsage = msgspec.field(default_factory=ResourceUsage)
+    direct_memory: ResourceUsage = msgspec.field(default_factory=ResourceUsage)
+    bandwidth_in: ResourceUsage = msgspec.field(default_factory=ResourceUsage)
+    bandwidth_out: ResourceUsage = msgspec.field(default_factory=ResourceUsage)
+    msg_rate_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_throughput_out: float = 0.0
+    num_topics: int = 0
+    num_bundles: int = 0
+    num_consumers: int = 0
+    num_producers: int = 0
+    bundles: set[str] = set()
+    last_bundle_gains: set[str] = set()
+    last_bundle_losses: set[str] = set()
+    last_stats: dict[str, NamespaceBundleStats] = {}
+    last_update: int = 0
+    broker_version_string: str = ""
+    load_manager_class_name: str = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
+
+    def url_key(self) -> tuple[str, str, str, str]:
+        """The four URLs Java's `equals`/`hashCode` use (the data doubles as the broker's lock value)."""
+        return (
+            self.web_service_url,
+            self.web_service_url_tls,
+            self.pulsar_service_url,
+            self.pulsar_service_url_tls,
+        )
+
+    def max_resource_usage(self) -> float:
+        """max(cpu, direct memory, bw in, bw out) % / 100, as a fraction. Memory is excluded (#19559).
+
+        Java takes the float overload of `max` and divides the float by 100 in single precision.
+        """
+        m = _max_from_neg_inf(
+            (
+                self.cpu.percent_usage(),
+                self.direct_memory.percent_usage(),
+                self.bandwidth_in.percent_usage(),
+                self.bandwidth_out.percent_usage(),
+            )
+        )
+        if math.isinf(m) or m != m:
+            return m
+        return _f32(m / 100.0)
+
+    def max_resource_usage_with_weight(
+        self, cpu_w: float, direct_w: float, in_w: float, out_w: float
+    ) -> float:
+        """PIP-358's weighted usage: max(percent × weight) / 100 in double precision."""
+        return (
+            _max_from_neg_inf(
+                (
+                    self.cpu.percent_usage() * cpu_w,
+                    self.direct_memory.percent_usage() * direct_w,
+                    self.bandwidth_in.percent_usage() * in_w,
+                    self.bandwidth_out.percent_usage() * out_w,
+                )
+            )
+            / 100.0
+        )
+
+    def max_resource_usage_with_weight_and_memory(
+        self, cpu_w: float, mem_w: float, direct_w: float, in_w: float, out_w: float
+    ) -> float:
+        """The deprecated 5-argument form, which also weighs heap memory."""
+        return (
+            _max_from_neg_inf(
+                (
+                    self.cpu.percent_usage() * cpu_w,
+                    self.memory.percent_usage() * mem_w,
+                    self.direct_memory.percent_usage() * direct_w,
+                    self.bandwidth_in.percent_usage() * in_w,
+                    self.bandwidth_out.percent_usage() * out_w,
+                )
+            )
+            / 100.0
+        )
+
+    def max_resource_usage_with_weight_within_limit(
+        self, cpu_w: float, mem_w: float, direct_w: float, in_w: float, out_w: float
+    ) -> float:
+        """Reverted ThresholdShedder variant (#16937): weighted values > 100 % ignored, max from 0."""
+        result = 0.0
+        for v in (
+            self.cpu.percent_usage() * cpu_w,
+            self.memory.percent_usage() * mem_w,
+            self.direct_memory.percent_usage() * direct_w,
+            self.bandwidth_in.percent_usage() * in_w,
+            self.bandwidth_out.percent_usage() * out_w,
+        ):
+            if v > result and v <= 100.0:
+                result = v
+        return result / 100.0
+
+    def weighted_max_usage(self, conf: ServiceConfig) -> float:
+        """`max_resource_usage_with_weight` with the conf's 4 effective weights (cpu, direct, in, out)."""
+        return self.max_resource_usage_with_weight(*conf.resource_weights)
+
+    def update_from_stats(self, bundle_stats: Mapping[str, NamespaceBundleStats]) -> None:
+        """Java `update(SystemResourceUsage, Map)` minus the resources (set those fields directly).
+
+        Sums rates/throughputs, counts topics/bundles/consumers/producers, records the bundles gained
+        and lost since the last call (accumulating until `clean_deltas`), and keeps the stats as
+        `last_stats` (a copy, in the given order).
+        """
+        for bundle in sorted(self.bundles):
+            if bundle not in bundle_stats:
+                self.last_bundle_losses.add(bundle)
+                self.bundles.discard(bundle)
+        rate_in = rate_out = thr_in = thr_out = 0.0
+        topics = consumers = producers = 0
+        for bundle, stats in bundle_stats.items():
+            if bundle not in self.bundles:
+                self.last_bundle_gains.add(bundle)
+                self.bundles.add(bundle)
+            thr_in += stats.msg_throughput_in
+            thr_out += stats.msg_throughput_out
+            rate_in += stats.msg_rate_in
+            rate_out += stats.msg_rate_out
+            topics += stats.topics
+            consumers += stats.consumer_count
+            producers += stats.producer_count
+        self.msg_rate_in = rate_in
+        self.msg_rate_out = rate_out
+        self.msg_throughput_in = thr_in
+        self.msg_throughput_out = thr_out
+        self.num_topics = topics
+        self.num_bundles = len(bundle_stats)
+        self.num_consumers = consumers
+        self.num_producers = producers
+        self.last_stats = dict(bundle_stats)
+
+    def clean_deltas(self) -> None:
+        """Forget gains and losses; the broker calls this after each written report."""
+        self.last_bundle_gains.clear()
+        self.last_bundle_losses.clear()
+
+
+# --- Time-averaged data ----------------------------------------------------------------------------
+
+
+class TimeAverageMessageData(msgspec.Struct, rename="camel"):
+    """A running mean of bundle traffic that becomes an EMA (weight 1/max_samples) once full (§1.5)."""
+
+    max_samples: int = 0
+    num_samples: int = 0
+    msg_rate_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_throughput_out: float = 0.0
+
+    def update(self, stats: NamespaceBundleStats) -> None:
+        """Add one sample, in place."""
+        self.update_values(
+            stats.msg_rate_in, stats.msg_rate_out, stats.msg_throughput_in, stats.msg_throughput_out
+        )
+
+    def update_values(self, rate_in: float, rate_out: float, thr_in: float, thr_out: float) -> None:
+        """Add one sample given as numbers; each field is averaged independently."""
+        n = min(self.num_samples + 1, self.max_samples)
+        self.num_samples = n
+        self.msg_throughput_in = _java_div((n - 1) * self.msg_throughput_in + thr_in, n)
+        self.msg_throughput_out = _java_div((n - 1) * self.msg_throughput_out + thr_out, n)
+        self.msg_rate_in = _java_div((n - 1) * self.msg_rate_in + rate_in, n)
+        self.msg_rate_out = _java_div((n - 1) * self.msg_rate_out + rate_out, n)
+
+    def total_msg_rate(self) -> float:
+        return self.msg_rate_in + self.msg_rate_out
+
+    def total_msg_throughput(self) -> float:
+        return self.msg_throughput_in + self.msg_throughput_out
+
+
+class BundleData(msgspec.Struct, rename="camel"):
+    """A bundle's short-term (10 samples) and long-term (1000 samples) traffic, and its topic count."""
+
+    short_term_data: TimeAverageMessageData
+    long_term_data: TimeAverageMessageData
+    topics: int = 0
+
+    @classmethod
+    def from_stats(
+        cls, num_short_samples: int, num_long_samples: int, default_stats: NamespaceBundleStats
+    ) -> BundleData:
+        """Java `new BundleData(short, long, defaultStats)`: both windows seeded, no samples counted."""
+
+        def window(max_samples: int) -> TimeAverageMessageData:
+            return TimeAverageMessageData(
+                max_samples=max_samples,
+                num_samples=0,
+                msg_rate_in=default_stats.msg_rate_in,
+                msg_rate_out=default_stats.msg_rate_out,
+                msg_throughput_in=default_stats.msg_throughput_in,
+                msg_throughput_out=default_stats.msg_throughput_out,
+            )
+
+        return cls(window(num_short_samples), window(num_long_samples))
+
+    @classmethod
+    def default(cls) -> BundleData:
+        """A never-seen bundle: 50 msg/s and 50000 B/s each way in both windows, 0 samples.
+
+        Because `num_samples` is 0, the first `update` overwrites these values completely.
+        """
+        return cls.from_stats(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES, default_bundle_stats())
+
+    def update(self, stats: NamespaceBundleStats) -> None:
+        """One sample into both windows; `topics` follows the latest sample."""
+        self.short_term_data.update(stats)
+        self.long_term_data.update(stats)
+        self.topics = stats.topics
+
+
+class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
+    """Per broker: sums of its bundles' short/long-term data, recomputed by the leader (§1.7)."""
+
+    short_term_msg_rate_in: float = 0.0
+    short_term_msg_rate_out: float = 0.0
+    short_term_msg_throughput_in: float = 0.0
+    short_term_msg_throughput_out: float = 0.0
+    long_term_msg_rate_in: float = 0.0
+    long_term_msg_rate_out: float = 0.0
+    long_term_msg_throughput_in: float = 0.0
+    long_term_msg_throughput_out: float = 0.0
+
+    def reset(
+        self,
+        bundles: Iterable[str],
+        bundle_data: Mapping[str, BundleData],
+        default_stats: NamespaceBundleStats,
+    ) -> None:
+        """Recompute the sums over `bundles`; a bundle without BundleData counts as `default_stats`."""
+        s_ri = s_ro = s_ti = s_to = l_ri = l_ro = l_ti = l_to = 0.0
+        for bundle in bundles:
+            data = bundle_data.get(bundle)
+            if data is None:
+                s_ri += default_stats.msg_rate_in
+                s_ro += default_stats.msg_rate_out
+                s_ti += default_stats.msg_throughput_in
+                s_to += default_stats.msg_throughput_out
+                l_ri += default_stats.msg_rate_in
+                l_ro += default_stats.msg_rate_out
+                l_ti += default_stats.msg_throughput_in
+                l_to += default_stats.msg_throughput_out
+            else:
+                short, long = data.short_term_data, data.long_term_data
+                s_ri += short.msg_rate_in
+                s_ro += short.msg_rate_out
+                s_ti += short.msg_throughput_in
+                s_to += short.msg_throughput_out
+                l_ri += long.msg_rate_in
+                l_ro += long.msg_rate_out
+                l_ti += long.msg_throughput_in
+                l_to += long.msg_throughput_out
+        self.short_term_msg_rate_in = s_ri
+        self.short_term_msg_rate_out = s_ro
+        self.short_term_msg_throughput_in = s_ti
+        self.short_term_msg_throughput_out = s_to
+        self.long_term_msg_rate_in = l_ri
+        self.long_term_msg_rate_out = l_ro
+        self.long_term_msg_throughput_in = l_ti
+        self.long_term_msg_throughput_out = l_to
+
+
+# --- The leader's view -----------------------------------------------------------------------------
+
+
+class BrokerData(msgspec.Struct, rename="camel"):
+    """The leader's record of one broker (kept in memory, not in the store)."""
+
+    local_data: LocalBrokerData
+    time_average_data: TimeAverageBrokerData = msgspec.field(default_factory=TimeAverageBrokerData)
+    preallocated_bundle_data: dict[str, BundleData] = {}
+
+
+class LoadData(msgspec.Struct, rename="camel"):
+    """Everything the placement and shedding strategies read (§1.8)."""
+
+    broker_data: dict[str, BrokerData] = {}
+    bundle_data: dict[str, BundleData] = {}
+    recently_unloaded_bundles: dict[str, int] = {}
+
+    def bundle_data_for_load_shedding(self) -> dict[str, BundleData]:
+        """`bundle_data` without bundles of system service namespaces (heartbeat, SLA monitor, ...)."""
+        return {
+            bundle: data
+            for bundle, data in self.bundle_data.items()
+            if not is_system_service_namespace(namespace_of(bundle))
+        }
+
+
+# --- Names -----------------------------------------------------------------------------------------
+
+_SYSTEM_NAMESPACE = "pulsar/system"
+_SYSTEM_SERVICE_PATTERNS = (
+    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),  # heartbeat v1: pulsar/<cluster>/<host:port>
+    re.compile(r"pulsar/([^:]+:\d+)"),  # heartbeat v2: pulsar/<host:port>
+    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),  # SLA monitor
+)
+
+
+def namespace_of(bundle: str) -> str:
+    """`tenant/ns/0x00000000_0x40000000` → `tenant/ns` (everything before the last `/`)."""
+    return bundle[: bundle.rfind("/")] if "/" in bundle else bundle
+
+
+def range_of(bundle: str) -> str:
+    """`tenant/ns/0x00000000_0x40000000` → `0x00000000_0x40000000` (everything after the last `/`)."""
+    return bundle[bundle.rfind("/") + 1 :]
+
+
+def is_system_service_namespace(namespace: str) -> bool:
+    """NamespaceService.isSystemServiceNamespace: `pulsar/system` or a heartbeat/SLA namespace."""
+    return namespace == _SYSTEM_NAMESPACE or any(
+        p.fullmatch(namespace) for p in _SYSTEM_SERVICE_PATTERNS
+    )
+
+
+# --- Report cadence (§2.1) ---------------------------------------------------------------------------
+
+
+def percent_change(old: float, new: float) -> float:
+    """MLMI `percentChange`: 0 if both are 0, +∞ if only `old` is 0, else 100·|old − new| / old."""
+    if old == 0:
+        return 0.0 if new == 0 else math.inf
+    return 100.0 * abs((old - new) / old)
+
+
+def need_broker_data_update(
+    last: LocalBrokerData, current: LocalBrokerData, conf: ServiceConfig, now_ms: int
+) -> bool:
+    """MLMI `needBrokerDataUpdate`: write a report if the last one is too old or load moved enough.
+
+    `last` is the data last written; `current` the fresh data, whose `last_update` is the time of the
+    last write. The change threshold is strict (exactly 10 % does not trigger).
+    """
+    max_interval_ms = conf.load_balancer_report_update_max_interval_minutes * 60_000
+    if now_ms - current.last_update > max_interval_ms:
+        return True
+    weights = conf.resource_weights
+    max_change = _java_max(
+        100.0
+        * abs(
+            last.max_resource_usage_with_weight(*weights)
+            - current.max_resource_usage_with_weight(*weights)
+        ),
+        _java_max(
+            percent_change(
+                last.msg_rate_in + last.msg_rate_out, current.msg_rate_in + current.msg_rate_out
+            ),
+            _java_max(
+                percent_change(
+                    last.msg_throughput_in + last.msg_throughput_out,
+                    current.msg_throughput_in + current.msg_throughput_out,
+                ),
+                percent_change(last.num_bundles, current.num_bundles),
+            ),
+        ),
+    )
+    return max_change > conf.load_balancer_report_update_threshold_percentage
+
+
+# --- JSON ------------------------------------------------------------------------------------------
+
+_ENCODER = msgspec.json.Encoder(order="deterministic")
+
+
+def encode_json(obj: Any) -> bytes:
+    """Pulsar-shaped JSON with sets and map keys sorted, so equal data gives equal bytes."""
+    return _ENCODER.encode(obj)
