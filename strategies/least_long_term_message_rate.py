@@ -1,0 +1,70 @@
+"""LeastLongTermMessageRate: the default placement (§5.1, PIP-358 weighted usage).
+
+Score = long-term msg rate in+out of the broker's bundles (TimeAverageBrokerData) plus that of its
+preallocated bundles, so every bundle assigned since the broker's last report adds its expected load
+(100 msg/s for a never-seen bundle). A broker whose weighted max usage is strictly above the overload
+threshold scores +∞. The lowest score wins; exact ties are broken by the rng.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from strategies.base import BasePlacementStrategy, choose, placement_usage
+
+if TYPE_CHECKING:
+    from emulator.model.config import ServiceConfig
+    from emulator.model.loaddata import BrokerData, BundleData, LoadData
+
+__all__ = ["LeastLongTermMessageRate", "broker_score"]
+
+
+def broker_score(broker_data: BrokerData, conf: ServiceConfig) -> float:
+    """LeastLongTermMessageRate.getScore: +∞ when overloaded, else expected long-term msg/s."""
+    overload_threshold = conf.load_balancer_broker_overloaded_threshold_percentage / 100.0
+    if placement_usage(broker_data.local_data, conf) > overload_threshold:
+        return math.inf
+    total = 0.0
+    for bundle_data in broker_data.preallocated_bundle_data.values():
+        long_term = bundle_data.long_term_data
+        total += long_term.msg_rate_in + long_term.msg_rate_out
+    tad = broker_data.time_average_data
+    return total + (tad.long_term_msg_rate_in + tad.long_term_msg_rate_out)
+
+
+class LeastLongTermMessageRate(BasePlacementStrategy):
+    """Least expected long-term message rate; a candidate without BrokerData is skipped.
+
+    Java would throw a NullPointerException on such a candidate; the emulator skips it instead, and
+    returns None when no candidate has data. When every scored broker is at +∞ they all tie (Java's
+    `score == minScore` with both +∞), i.e. the pick is random among all scored candidates.
+    """
+
+    def select_broker(
+        self,
+        candidates: set[str],
+        bundle_to_assign: BundleData,
+        load_data: LoadData,
+        conf: ServiceConfig,
+    ) -> str | None:
+        scores: dict[str, float] = {}
+        best: list[str] = []
+        min_score = math.inf
+        for broker in sorted(candidates):
+            broker_data = load_data.broker_data.get(broker)
+            if broker_data is None:
+                continue
+            score = broker_score(broker_data, conf)
+            scores[broker] = score
+            if score < min_score:
+                best = [broker]
+                min_score = score
+            elif score == min_score:
+                best.append(broker)
+        self.last_scores = scores
+        if not best:
+            best = list(scores)
+        if not best:
+            return None
+        return choose(self.rng, best)

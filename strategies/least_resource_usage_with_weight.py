@@ -1,0 +1,74 @@
+"""LeastResourceUsageWithWeight, current version (§5.2).
+
+Keeps an EMA of each broker's weighted max usage (history weight `load_balancer_history_resource_percentage`)
+and picks at random among the brokers at least `..._difference_threshold_percentage` points below the
+candidates' average. Overload is not an exclusion here (Pulsar only logs it).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from strategies.base import BasePlacementStrategy, choose, weighted_max_usage
+
+if TYPE_CHECKING:
+    from emulator.model.config import ServiceConfig
+    from emulator.model.loaddata import BrokerData, BundleData, LoadData
+
+__all__ = ["LeastResourceUsageWithWeight"]
+
+MAX_RESOURCE_USAGE = 1.0
+
+
+class LeastResourceUsageWithWeight(BasePlacementStrategy):
+    """EMA-of-usage placement. Candidates without BrokerData are skipped (Java would throw).
+
+    The history is updated for every scored candidate on every call, so asking twice moves the EMA
+    twice, as in Pulsar.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.history: dict[str, float] = {}
+
+    def _update_and_get(self, broker: str, broker_data: BrokerData, conf: ServiceConfig) -> float:
+        h = conf.load_balancer_history_resource_percentage
+        history = self.history.get(broker)
+        local = broker_data.local_data
+        # A restarted or idle broker: its current usage replaces the history.
+        if len(local.bundles) == 0 or (local.msg_rate_in == 0 and local.msg_rate_out == 0):
+            history = None
+        usage = weighted_max_usage(local, conf)
+        history = usage if history is None else history * h + (1 - h) * usage
+        self.history[broker] = history
+        return history
+
+    def select_broker(
+        self,
+        candidates: set[str],
+        bundle_to_assign: BundleData,
+        load_data: LoadData,
+        conf: ServiceConfig,
+    ) -> str | None:
+        scored: list[str] = []
+        total = 0.0
+        for broker in sorted(candidates):
+            broker_data = load_data.broker_data.get(broker)
+            if broker_data is None:
+                continue
+            total += self._update_and_get(broker, broker_data, conf)
+            scored.append(broker)
+        self.last_scores = {b: self.history[b] for b in scored}
+        if not scored:
+            return None
+        avg = total / len(scored)
+        diff = conf.load_balancer_average_resource_usage_difference_threshold_percentage / 100.0
+        best = [b for b in scored if self.history.get(b, MAX_RESOURCE_USAGE) + diff <= avg]
+        if not best:
+            best = scored
+        return choose(self.rng, best)
+
+    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
+        for broker in [b for b in self.history if b not in active_brokers]:
+            del self.history[broker]
