@@ -1,0 +1,47 @@
+"""The actor runtime and its clocks. Knows nothing of Pulsar.
+
+Time: `VirtualClock` (deterministic, jumps over idle time; `VirtualEventLoop`) or `WallClock(speed)`
+(`ScaledWallEventLoop`), chosen for a whole run by `run(main, clock=...)`. Actors: `ActorSystem`,
+`Actor` with `tell` / `ask` / `Reply`, supervision (`ActorDead`, `ActorFailure`). Randomness:
+`derive_rng(seed, name)`.
+"""
+
+from .actor import Actor as Actor
+from .actor import ActorSystem as ActorSystem
+from .clock import Clock as Clock
+from .clock import VirtualClock as VirtualClock
+from .clock import WallClock as WallClock
+from .clock import run as run
+from .errors import ActorDead as ActorDead
+from .errors import AskTimeout as AskTimeout
+from .reply import NO_REPLY as NO_REPLY
+from .reply import Reply as Reply
+from .rng import derive_rng as derive_rng
+from .rng import derive_seed as derive_seed
+from .supervision import ActorFailure as ActorFailure
+from .virtual_loop import DeadlockError as DeadlockError
+from .virtual_loop import VirtualEventLoop as VirtualEventLoop
+from .virtual_loop import run_external as run_external
+from .wall_loop import ScaledWallEventLoop as ScaledWallEventLoop
+from .wall_loop import scaled_wall_loop_factory as scaled_wall_loop_factory
+
+__all__ = [
+    "NO_REPLY",
+    "Actor",
+    "ActorDead",
+    "ActorFailure",
+    "ActorSystem",
+    "AskTimeout",
+    "Clock",
+    "DeadlockError",
+    "Reply",
+    "ScaledWallEventLoop",
+    "VirtualClock",
+    "VirtualEventLoop",
+    "WallClock",
+    "derive_rng",
+    "derive_seed",
+    "run",
+    "run_external",
+    "scaled_wall_loop_factory",
+]

@@ -1,0 +1,116 @@
+"""The clock interface: what "now" means for a run, and which event loop provides it.
+
+Actors never read `time.time()`: they ask the cluster's `Clock`, which reads the running loop's
+`time()` (virtual or scaled wall). The clock also makes the loop, so `run(main, clock=...)` picks
+the kind of time for a whole run in one place (trio's `run(clock=...)`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import anyio
+
+from .virtual_loop import VirtualEventLoop, _check_stall_timeout
+from .wall_loop import ScaledWallEventLoop, _check_speed
+
+__all__ = ["Clock", "VirtualClock", "WallClock", "run"]
+
+T = TypeVar("T")
+_ZERO_ORIGIN_LOOPS = (VirtualEventLoop, ScaledWallEventLoop)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def now(self) -> float:
+        """Emulated seconds since the run started."""
+        ...
+
+    def now_ms(self) -> int:
+        """`now()` in whole milliseconds, as Pulsar's timestamps."""
+        ...
+
+    def loop_factory(self) -> asyncio.AbstractEventLoop:
+        """A new event loop for this clock (anyio.run's `loop_factory` backend option)."""
+        ...
+
+
+class _LoopClock:
+    """now() = the running loop's time() since the loop started. Our loops start at 0.0; any other
+    loop (a test on plain asyncio) gets its origin recorded on the first read."""
+
+    kind = "abstract"
+
+    def __init__(self) -> None:
+        self._origins: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, float] = (
+            weakref.WeakKeyDictionary())
+
+    def now(self) -> float:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                f"{type(self).__name__}.now() reads the running event loop's time: call it from "
+                f"inside the run (emulator.runtime.run(main, clock=clock) or an anyio test)") from None
+        if isinstance(loop, _ZERO_ORIGIN_LOOPS):
+            return loop.time()
+        origin = self._origins.get(loop)
+        if origin is None:
+            origin = self._origins[loop] = loop.time()
+        return loop.time() - origin
+
+    def now_ms(self) -> int:
+        # floor, as currentTimeMillis(); the nanosecond nudge keeps 4.35 s at 4350 ms, not 4349
+        return math.floor(self.now() * 1000.0 + 1e-6)
+
+
+class VirtualClock(_LoopClock):
+    """Virtual time (`VirtualEventLoop`): deterministic, jumps over idle periods."""
+
+    kind = "virtual"
+
+    def __init__(self, stall_timeout: float | None = 1.0) -> None:
+        super().__init__()
+        self.stall_timeout = _check_stall_timeout(stall_timeout)
+
+    def loop_factory(self) -> asyncio.AbstractEventLoop:
+        return VirtualEventLoop(self.stall_timeout)
+
+    def __repr__(self) -> str:
+        return f"VirtualClock(stall_timeout={self.stall_timeout!r})"
+
+
+class WallClock(_LoopClock):
+    """Real time scaled by `speed` (`ScaledWallEventLoop`): for live runs, not reproducible."""
+
+    kind = "wall"
+
+    def __init__(self, speed: float = 1.0) -> None:
+        super().__init__()
+        self.speed = _check_speed(speed)
+
+    def loop_factory(self) -> asyncio.AbstractEventLoop:
+        return ScaledWallEventLoop(self.speed)
+
+    def __repr__(self) -> str:
+        return f"WallClock(speed={self.speed!r})"
+
+
+def run(fn: Callable[..., Awaitable[T]], *args: Any, clock: Clock) -> T:
+    """Run `await fn(*args)` on a new event loop made by `clock`; return its result."""
+    if inspect.iscoroutine(fn):
+        fn.close()
+        raise TypeError("run() takes an async function and its arguments, not a coroutine:\n"
+                        "  run(main(arg), clock=clock)  # incorrect!\n"
+                        "  run(main, arg, clock=clock)  # correct!")
+    if not callable(fn):
+        raise TypeError(f"run() needs an async function as fn, got {fn!r}")
+    if not isinstance(clock, Clock):
+        raise TypeError(f"clock must be a Clock (VirtualClock() or WallClock(speed)), got {clock!r}")
+    return anyio.run(fn, *args, backend="asyncio",
+                     backend_options={"loop_factory": clock.loop_factory})

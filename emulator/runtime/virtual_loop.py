@@ -1,0 +1,195 @@
+"""The virtual-time event loop: the emulator's default clock (spec toolchain.md §4, option b).
+
+`loop.time()` is a virtual "now" that starts at 0.0 and moves only when every task is waiting: the
+selector then jumps it exactly onto the earliest timer's deadline, so a day of cluster life passes in
+seconds and a seed decides the run. Three additions over a bare jump make it safe to build on:
+
+- equal deadlines fire in creation order (vanilla asyncio's heap does not, which breaks determinism);
+- a run where every task waits and no timer exists cannot ever wake up, so instead of hanging it
+  raises `DeadlockError` after a short real grace period (`stall_timeout`);
+- threads and real I/O take real time the virtual clock cannot see: marked as external work, they
+  freeze the clock until they return (otherwise time would jump past them).
+
+Relies on asyncio's private `_scheduled`, `_clock_resolution` and `TimerHandle._when`, checked on
+CPython 3.11; `tests/runtime/test_virtual_loop.py` guards them on every Python upgrade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import math
+import selectors
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextvars import Context
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from .selector import DelegatingSelector
+
+__all__ = ["DeadlockError", "VirtualEventLoop", "run_external"]
+
+T = TypeVar("T")
+_MIN_CLOCK_RESOLUTION = 1e-9
+
+
+class DeadlockError(RuntimeError):
+    """Every task waits on something only another task could provide, and no timer is left."""
+
+
+# --------------------------------------------------------------------------- FIFO timers
+
+
+class _FifoTimerHandle(asyncio.TimerHandle):
+    """Ordered by (deadline, creation number): heapq is not stable, so without the number
+    equal deadlines fire in an order that depends on the heap's history."""
+
+    __slots__ = ("_seq",)
+
+    def __init__(self, when: float, callback: Callable[..., object], args: tuple[Any, ...],
+                 loop: asyncio.AbstractEventLoop, context: Context | None, seq: int) -> None:
+        super().__init__(when, callback, args, loop, context)
+        self._seq = seq
+
+    def __lt__(self, other: _FifoTimerHandle) -> bool:  # type: ignore[override]
+        mine, theirs = self._when, other._when
+        return mine < theirs or (mine == theirs and self._seq < other._seq)
+
+
+# --------------------------------------------------------------------------- the jumping selector
+
+
+class _JumpingSelector(DelegatingSelector):
+    """Decides, on each loop iteration, between a real wait, a virtual jump and a stall."""
+
+    def __init__(self, real: selectors.BaseSelector, loop: VirtualEventLoop) -> None:
+        super().__init__(real)
+        self._loop = loop
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = self._real.select(0)  # the self-pipe and sockets always come first
+        if ready or timeout == 0:
+            return ready
+        loop = self._loop
+        if loop._external_in_flight:
+            return self._real.select(timeout)  # clock frozen until the outside world answers
+        if timeout is None or loop._next_deadline() == math.inf:  # sleep_forever() is sleep(inf)
+            return self._stall()
+        loop._jump(timeout)
+        return ready
+
+    def _stall(self) -> list[tuple[selectors.SelectorKey, int]]:
+        """No finite timer: only another thread could still wake the loop. Wait for it a little."""
+        loop = self._loop
+        ready = self._real.select(loop.stall_timeout)
+        if ready or loop.stall_timeout is None:
+            return ready
+        waiting = sorted(task.get_name() for task in asyncio.all_tasks(loop))
+        shown = ", ".join(waiting[:10]) + (f", ... ({len(waiting)} in all)"
+                                           if len(waiting) > 10 else "")
+        raise DeadlockError(
+            f"simulation stalled: every task is waiting and no timer is scheduled at "
+            f"t={loop.time()}s (waiting tasks: {shown or 'none'}); a task awaits something no "
+            f"task will ever provide, or a thread/real I/O ran without loop.external_work()")
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def _check_stall_timeout(stall_timeout: float | None) -> float | None:
+    if stall_timeout is not None and (
+            isinstance(stall_timeout, bool) or not isinstance(stall_timeout, (int, float))
+            or not 0 <= stall_timeout < math.inf):
+        raise ValueError(f"stall_timeout must be a finite number of real seconds >= 0, or None "
+                         f"(never stall), got {stall_timeout!r}")
+    return stall_timeout
+
+
+class VirtualEventLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on virtual time. Pass the class as anyio's `loop_factory`.
+
+    `stall_timeout` is the real time (s) to wait for outside events before declaring a deadlock;
+    None waits forever, as a plain loop would.
+    """
+
+    _closed = True  # until asyncio's __init__ runs: a refused argument must not upset __del__
+
+    def __init__(self, stall_timeout: float | None = 1.0) -> None:
+        self.stall_timeout = _check_stall_timeout(stall_timeout)
+        self._virtual_now = 0.0
+        self._external_in_flight = 0
+        self._timer_seq = itertools.count()
+        super().__init__(_JumpingSelector(selectors.DefaultSelector(), self))
+
+    def time(self) -> float:
+        return self._virtual_now
+
+    def _next_deadline(self) -> float | None:
+        return self._scheduled[0]._when if self._scheduled else None
+
+    def _jump(self, timeout: float) -> None:
+        """Land exactly on the earliest deadline: `now + timeout` would drift by float rounding."""
+        target = self._next_deadline()
+        if target is None:
+            target = self._virtual_now + timeout
+        if target > self._virtual_now:
+            self._virtual_now = target
+            # _run_once fires timers with `when < now + resolution`; far from 0.0 a fixed 1e-9 is
+            # below one float step, the timer at `now` would never fire, and the loop would spin.
+            self._clock_resolution = max(_MIN_CLOCK_RESOLUTION, math.ulp(target))
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,
+                context: Context | None = None) -> asyncio.TimerHandle:
+        """As asyncio's, but the handle orders ties by creation (see `_FifoTimerHandle`)."""
+        if when is None:
+            raise TypeError("when cannot be None")
+        self._check_closed()
+        if self._debug:
+            self._check_thread()
+            self._check_callback(callback, "call_at")
+        timer = _FifoTimerHandle(when, callback, args, self, context, next(self._timer_seq))
+        heapq.heappush(self._scheduled, timer)
+        timer._scheduled = True
+        return timer
+
+    # ----------------------------------------------------------------------- external work
+
+    @contextlib.contextmanager
+    def external_work(self) -> Iterator[None]:
+        """Freeze the virtual clock while the body waits on a thread or real I/O."""
+        self._external_in_flight += 1
+        try:
+            yield
+        finally:
+            self._external_in_flight -= 1
+
+    def run_in_executor(self, executor: Executor | None, func: Callable[..., T],
+                        *args: Any) -> asyncio.Future[T]:
+        """Executor calls (asyncio.to_thread, getaddrinfo) count as external work by themselves."""
+        future = super().run_in_executor(executor, func, *args)
+        self._external_in_flight += 1
+        future.add_done_callback(self._external_done)
+        return future
+
+    def _external_done(self, _future: asyncio.Future[Any]) -> None:
+        self._external_in_flight -= 1
+
+    async def shutdown_default_executor(self, *args: Any) -> None:
+        with self.external_work():  # joins real threads
+            await super().shutdown_default_executor(*args)
+
+
+async def run_external(fn: Callable[..., T], *args: Any) -> T:
+    """Run `fn(*args)` in a worker thread (anyio.to_thread) with the virtual clock frozen.
+
+    On any other loop this is plain `anyio.to_thread.run_sync`.
+    """
+    loop = asyncio.get_running_loop()
+    if not isinstance(loop, VirtualEventLoop):
+        return await anyio.to_thread.run_sync(fn, *args)
+    with loop.external_work():
+        return await anyio.to_thread.run_sync(fn, *args)

@@ -1,0 +1,13 @@
+"""Shared pytest fixtures. Keep the anyio_backend fixture first; append others below it."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.runtime import VirtualEventLoop
+
+
+@pytest.fixture
+def anyio_backend():
+    """Every `@pytest.mark.anyio` test runs on the virtual clock unless it overrides this."""
+    return ("asyncio", {"loop_factory": VirtualEventLoop})

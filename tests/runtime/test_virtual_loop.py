@@ -1,0 +1,194 @@
+"""VirtualEventLoop: exact jumps, FIFO ties, stall detection, frozen clock around external work."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import anyio
+import pytest
+
+from emulator.runtime import DeadlockError, VirtualEventLoop, run_external
+
+pytestmark = pytest.mark.anyio
+
+
+def run_virtual(fn, stall_timeout=1.0, watchdog=10.0):
+    """anyio.run on a fresh virtual loop, in a thread: a loop that spins fails the test instead of
+    hanging the suite."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = anyio.run(fn, backend="asyncio", backend_options={
+                "loop_factory": lambda: VirtualEventLoop(stall_timeout)})
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(watchdog)
+    assert not thread.is_alive(), f"virtual loop still running after {watchdog}s of real time"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+async def test_loop_is_virtual_and_starts_at_zero():
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, VirtualEventLoop)
+    assert loop.time() == 0.0
+
+
+async def test_sleep_an_hour_takes_exactly_an_hour_and_no_wall_time():
+    start_real = time.perf_counter()
+    start = anyio.current_time()
+    await anyio.sleep(3600)
+    assert anyio.current_time() - start == 3600.0
+    assert time.perf_counter() - start_real < 0.5
+
+
+async def test_timers_fire_exactly_on_their_deadlines_in_deadline_order():
+    fired = []
+
+    async def sleeper(delay):
+        await anyio.sleep(delay)
+        fired.append((delay, anyio.current_time()))
+
+    delays = [((i * 7919) % 300) / 10 + 0.1 for i in range(300)]
+    async with anyio.create_task_group() as tg:
+        for delay in delays:
+            tg.start_soon(sleeper, delay)
+    assert [d for d, _ in fired] == sorted(delays)
+    assert all(t == d for d, t in fired)  # error 0.0: the clock lands on each deadline
+
+
+async def test_equal_deadlines_fire_in_creation_order():
+    loop = asyncio.get_running_loop()
+    order = []
+    when = loop.time() + 5.0
+    # interleave with other deadlines so the heap reshuffles; vanilla asyncio breaks the tie order
+    for i in range(200):
+        loop.call_at(when, order.append, i)
+        loop.call_at(when - 1.0 - i * 1e-3, lambda: None)
+    await anyio.sleep(6)
+    assert order == list(range(200))
+
+
+async def test_tasks_sleeping_the_same_time_wake_in_start_order():
+    woke = []
+
+    async def sleeper(i):
+        await anyio.sleep(10)
+        woke.append(i)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(50):
+            tg.start_soon(sleeper, i)
+    assert woke == list(range(50))
+
+
+async def test_timeouts_use_virtual_time():
+    start = anyio.current_time()
+    with anyio.move_on_after(60):
+        await anyio.Event().wait()
+    assert anyio.current_time() - start == 60.0
+    with pytest.raises(TimeoutError):
+        with anyio.fail_after(5):
+            await anyio.sleep(10)
+    assert anyio.current_time() - start == 65.0
+
+
+def test_far_from_zero_the_clock_still_lands_on_deadlines():
+    """At t=1e10 the float step exceeds asyncio's 1e-9 resolution; the loop must not spin."""
+    async def main():
+        await anyio.sleep(1e10)
+        for _ in range(3):
+            await anyio.sleep(1e-6)
+        return anyio.current_time()
+
+    assert run_virtual(main) > 1e10
+
+
+def test_deadlock_raises_deadlock_error_out_of_anyio_run():
+    async def main():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.sleep_forever)  # sleep(inf) is no timer either
+            await anyio.Event().wait()
+
+    start = time.perf_counter()
+    with pytest.raises(DeadlockError, match=r"simulation stalled: every task is waiting and no "
+                                            r"timer is scheduled at t=0.0s"):
+        run_virtual(main, stall_timeout=0.05)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_deadlock_reports_the_virtual_time_it_happened_at():
+    async def main():
+        await anyio.sleep(42.5)
+        await anyio.Event().wait()
+
+    with pytest.raises(DeadlockError, match=r"t=42.5s"):
+        run_virtual(main, stall_timeout=0.05)
+
+
+async def test_external_work_freezes_the_clock():
+    seen = {}
+
+    async def thread_user():
+        await run_external(time.sleep, 0.05)
+        seen["thread_done"] = anyio.current_time()
+
+    async def sleeper():
+        await anyio.sleep(10)
+        seen["sleeper_done"] = anyio.current_time()
+
+    start = anyio.current_time()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sleeper)
+        tg.start_soon(thread_user)
+    assert seen == {"thread_done": start, "sleeper_done": start + 10.0}
+
+
+async def test_unmarked_thread_work_lets_the_clock_jump_past_it():
+    """The reason for the marker: without it, virtual time does not wait for threads."""
+    seen = {}
+
+    async def thread_user():
+        await anyio.to_thread.run_sync(time.sleep, 0.05)
+        seen["thread_done"] = anyio.current_time()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.sleep, 10)
+        tg.start_soon(thread_user)
+    assert seen["thread_done"] >= 10.0
+
+
+async def test_run_in_executor_counts_as_external_work():
+    loop = asyncio.get_running_loop()
+    seen = {}
+
+    async def executor_user():
+        await loop.run_in_executor(None, time.sleep, 0.05)
+        seen["executor_done"] = loop.time()
+
+    start = loop.time()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.sleep, 10)
+        tg.start_soon(executor_user)
+    assert seen["executor_done"] == start
+    assert loop._external_in_flight == 0
+
+
+def test_external_work_without_timers_is_not_a_deadlock():
+    async def main():
+        return await run_external(lambda: time.sleep(0.15) or "done")
+
+    assert run_virtual(main, stall_timeout=0.05) == "done"
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "1", True])
+def test_bad_stall_timeout_is_refused(bad):
+    with pytest.raises(ValueError, match="stall_timeout"):
+        VirtualEventLoop(bad)
