@@ -1,0 +1,731 @@
+"""The metadata store: ZooKeeper as Pulsar's metadata layer sees it, as one actor.
+
+Two parts, divided by banners:
+
+* `MetadataTree`: the znodes, versions, sessions and their ephemeral nodes. Pure: no clock (times
+  come in as arguments), no I/O. Every mutation returns the notifications it causes, in order.
+* `MetadataStore`: the actor. It owns a tree, keeps session deadlines with ONE reaper task,
+  delivers replies and notifications (optionally after an emulated latency) and counts ops.
+
+Choices where Pulsar/ZooKeeper leave a question open (or where we simplify):
+
+* Parents are created implicitly on create/put, with empty data, as Pulsar's ZKMetadataStore does
+  (asyncCreateFullPathOptimistic). ZooKeeper makes them CONTAINER nodes, which its ContainerManager
+  deletes about a minute after they become empty; here they are plain persistent nodes and stay.
+* Notifications follow Pulsar's ZKMetadataStore (one persistent recursive watch on "/"):
+  Created(path) then ChildrenChanged(parent) on create, Modified(path) on set, Deleted(path) then
+  ChildrenChanged(parent) on delete. A top-level node has no parent notification (Pulsar's
+  `parent("/a")` is null). Implicitly created parents notify too, top-down.
+* A versioned put on a missing node fails with BadVersion, as Pulsar maps ZooKeeper's NoNode; the
+  error (`BadVersionNoNode`) is also a `NotFound`.
+* A node under an ephemeral node cannot be created (ZooKeeper's NoChildrenForEphemerals).
+* Session end (close, timeout or fault) deletes all the session's ephemeral nodes in one batch,
+  in their creation order, at one emulated instant.
+* Latency: writes apply at once, in arrival order; the reply and the notifications leave after the
+  op's latency through one FIFO outbox, so (like a single ZooKeeper server's pipeline) replies and
+  watch events leave in the order the ops were applied. A random `latency_fn` therefore also
+  models head-of-line blocking. With zero latency and an empty outbox the reply is immediate.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from collections import Counter, deque
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from emulator.cluster.metadata_messages import (
+    BadVersion,
+    BadVersionNoNode,
+    CloseSession,
+    Create,
+    Delete,
+    DeleteRecursive,
+    Dump,
+    Exists,
+    ExpireSession,
+    Get,
+    GetChildren,
+    GetResult,
+    Heartbeat,
+    MetadataStoreError,
+    NodeExists,
+    NotEmpty,
+    NotFound,
+    Notification,
+    OpenSession,
+    SessionEvent,
+    SessionExpired,
+    Set,
+    Stat,
+    Unwatch,
+    Watch,
+)
+from emulator.runtime import Actor, ActorDead, ActorSystem, Reply
+
+__all__ = ["MetadataStore", "MetadataTree", "validate_path", "parent_path"]
+
+DEFAULT_SESSION_TIMEOUT = 30.0
+"""metadataStoreSessionTimeoutMillis = 30000 (zooKeeperSessionTimeoutMillis in older versions)."""
+
+DEFAULT_STORE_NAME = "metadata-store"
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+# ---------------------------------------------------------------------------------------------
+
+
+def validate_path(path: object, argument: str = "path") -> str:
+    """Return `path` if it is a valid absolute node path, else raise TypeError/ValueError."""
+    if not isinstance(path, str):
+        raise TypeError(
+            f"{argument} must be a str such as '/a/b', got {type(path).__name__}: {path!r}"
+        )
+    if path == "/":
+        return path
+    if not path.startswith("/") or path.endswith("/"):
+        raise ValueError(f"{argument} = {path!r}: a path starts with '/' and does not end with '/'")
+    parts = path.split("/")[1:]
+    if any(part in ("", ".", "..") or "\x00" in part for part in parts):
+        raise ValueError(f"{argument} = {path!r}: empty, '.' and '..' path parts are not allowed")
+    return path
+
+
+def parent_path(path: str) -> str | None:
+    """Parent of a node path; None for "/" itself."""
+    if path == "/":
+        return None
+    idx = path.rfind("/")
+    return "/" if idx == 0 else path[:idx]
+
+
+def _notified_parent(path: str) -> str | None:
+    """Pulsar's AbstractMetadataStore.parent(): null for top-level nodes, so "/" never gets
+    ChildrenChanged."""
+    idx = path.rfind("/")
+    return None if idx <= 0 else path[:idx]
+
+
+def _join(parent: str, child: str) -> str:
+    return "/" + child if parent == "/" else parent + "/" + child
+
+
+# ---------------------------------------------------------------------------------------------
+# MetadataTree: pure znode state
+# ---------------------------------------------------------------------------------------------
+
+
+class _ZNode:
+    """One znode. Mutable and slotted: the store creates tens of thousands of them."""
+
+    __slots__ = ("data", "version", "ephemeral_owner", "ctime", "mtime", "children")
+
+    def __init__(self, data: bytes, ephemeral_owner: int | None, now_ms: int) -> None:
+        self.data = data
+        self.version = 0
+        self.ephemeral_owner = ephemeral_owner
+        self.ctime = now_ms
+        self.mtime = now_ms
+        self.children: set[str] = set()
+
+
+class _Session:
+    __slots__ = ("owner", "ephemerals")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        # Insertion-ordered: session end deletes in creation order (deterministic).
+        self.ephemerals: dict[str, None] = {}
+
+
+class MetadataTree:
+    """Znodes with ZooKeeper's version and ephemeral semantics, as Pulsar's store exposes them.
+
+    Pure state: `now_ms` is passed in; mutations return the notifications they cause, in the
+    order a ZooKeeper persistent recursive watch would see them. Arguments are assumed valid
+    (the actor validates messages); session ids passed here must be live unless stated.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, _ZNode] = {"/": _ZNode(b"", None, 0)}
+        self._sessions: dict[int, _Session] = {}
+        self._next_session_id = 1
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Number of nodes, root excluded."""
+        return len(self._nodes) - 1
+
+    def stat(self, path: str) -> Stat | None:
+        node = self._nodes.get(path)
+        return None if node is None else self._stat(path, node)
+
+    def get(self, path: str) -> GetResult | None:
+        node = self._nodes.get(path)
+        return None if node is None else GetResult(node.data, self._stat(path, node))
+
+    def children(self, path: str) -> list[str]:
+        node = self._nodes.get(path)
+        return [] if node is None else sorted(node.children)
+
+    def peek_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
+        """(path, data) of every node whose path starts with the string `prefix`, sorted."""
+        matching = sorted(path for path in self._nodes if path.startswith(prefix) and path != "/")
+        return [(path, self._nodes[path].data) for path in matching]
+
+    def session_owner(self, session_id: int) -> str | None:
+        """Owner name of a live session, None if the session is not live."""
+        session = self._sessions.get(session_id)
+        return None if session is None else session.owner
+
+    def live_sessions(self) -> list[int]:
+        return list(self._sessions)
+
+    def check_session(self, session_id: int | None) -> None:
+        if session_id is not None and session_id not in self._sessions:
+            raise SessionExpired(f"session {session_id} is expired or closed")
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def create(
+        self, path: str, data: bytes, ephemeral_owner: int | None, now_ms: int
+    ) -> tuple[Stat, list[Notification]]:
+        """Pulsar's put(path, data, expectedVersion=-1): create, with missing parents."""
+        if path == "/" or path in self._nodes:
+            raise NodeExists(f"node {path} already exists")
+        self.check_session(ephemeral_owner)
+        missing = [path]
+        ancestor = parent_path(path)
+        while ancestor is not None and ancestor not in self._nodes:
+            missing.append(ancestor)
+            ancestor = parent_path(ancestor)
+        assert ancestor is not None  # the root always exists
+        if self._nodes[ancestor].ephemeral_owner is not None:
+            raise MetadataStoreError(
+                f"cannot create {path}: ephemeral node {ancestor} cannot have children"
+            )
+        notes: list[Notification] = []
+        for node_path in reversed(missing):  # top-down
+            is_target = node_path == path
+            owner = ephemeral_owner if is_target else None
+            node = _ZNode(data if is_target else b"", owner, now_ms)
+            self._nodes[node_path] = node
+            parent = parent_path(node_path)
+            assert parent is not None
+            self._nodes[parent].children.add(node_path[len(parent) + (parent != "/") :])
+            if owner is not None:
+                self._sessions[owner].ephemerals[node_path] = None
+            self._notify_created_or_deleted("Created", node_path, notes)
+        return self._stat(path, self._nodes[path]), notes
+
+    def set(
+        self, path: str, data: bytes, expected_version: int, now_ms: int
+    ) -> tuple[Stat, list[Notification]]:
+        """Pulsar's put(path, data, expectedVersion): -1 = unconditional (create if absent)."""
+        node = self._nodes.get(path)
+        if node is None:
+            if expected_version != -1:
+                raise BadVersionNoNode(
+                    f"node {path} does not exist (expected version {expected_version})"
+                )
+            return self.create(path, data, None, now_ms)
+        if expected_version != -1 and expected_version != node.version:
+            raise BadVersion(
+                f"node {path} is at version {node.version}, expected {expected_version}"
+            )
+        node.data = data
+        node.version += 1
+        node.mtime = now_ms
+        return self._stat(path, node), [Notification("Modified", path)]
+
+    def delete(self, path: str, expected_version: int) -> list[Notification]:
+        """ZooKeeper delete: NotFound, then BadVersion, then NotEmpty (ZooKeeper's check order)."""
+        if path == "/":
+            raise ValueError("path = '/': the root node cannot be deleted")
+        node = self._nodes.get(path)
+        if node is None:
+            raise NotFound(f"node {path} does not exist")
+        if expected_version != -1 and expected_version != node.version:
+            raise BadVersion(
+                f"node {path} is at version {node.version}, expected {expected_version}"
+            )
+        if node.children:
+            raise NotEmpty(f"node {path} has {len(node.children)} children")
+        notes: list[Notification] = []
+        self._remove(path, node, notes)
+        return notes
+
+    def delete_recursive(self, path: str) -> list[Notification]:
+        """Pulsar's deleteRecursive: children first (sorted), then the node; absent = no-op."""
+        notes: list[Notification] = []
+        if path == "/":
+            for child in sorted(self._nodes["/"].children):
+                self._delete_subtree(_join("/", child), notes)
+        elif path in self._nodes:
+            self._delete_subtree(path, notes)
+        return notes
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def open_session(self, owner: str) -> int:
+        session_id = self._next_session_id
+        self._next_session_id += 1
+        self._sessions[session_id] = _Session(owner)
+        return session_id
+
+    def end_session(self, session_id: int) -> list[Notification]:
+        """Close/expire: delete all the session's ephemeral nodes in one batch. Idempotent."""
+        session = self._sessions.pop(session_id, None)
+        notes: list[Notification] = []
+        if session is None:
+            return notes
+        for path in list(session.ephemerals):
+            node = self._nodes.get(path)
+            if node is not None and node.ephemeral_owner == session_id:
+                self._remove(path, node, notes)
+        return notes
+
+    # -- dump -------------------------------------------------------------------------------
+
+    def dump(self) -> dict[str, dict[str, Any]]:
+        """{path: {data, version, ephemeral_owner, owner}} sorted by path, root excluded.
+
+        data is the decoded JSON when it is JSON, else the UTF-8 text, else {"base64": ...}.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        for path in sorted(self._nodes):
+            if path == "/":
+                continue
+            node = self._nodes[path]
+            owner = None
+            if node.ephemeral_owner is not None:
+                owner = self.session_owner(node.ephemeral_owner)
+            out[path] = {
+                "data": _decode_for_dump(node.data),
+                "version": node.version,
+                "ephemeral_owner": node.ephemeral_owner,
+                "owner": owner,
+            }
+        return out
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _stat(self, path: str, node: _ZNode) -> Stat:
+        owner = None
+        if node.ephemeral_owner is not None:
+            session = self._sessions.get(node.ephemeral_owner)
+            owner = None if session is None else session.owner
+        return Stat(path, node.version, node.ctime, node.mtime, node.ephemeral_owner, owner)
+
+    def _remove(self, path: str, node: _ZNode, notes: list[Notification]) -> None:
+        del self._nodes[path]
+        parent = parent_path(path)
+        assert parent is not None
+        self._nodes[parent].children.discard(path[len(parent) + (parent != "/") :])
+        if node.ephemeral_owner is not None:
+            session = self._sessions.get(node.ephemeral_owner)
+            if session is not None:
+                session.ephemerals.pop(path, None)
+        self._notify_created_or_deleted("Deleted", path, notes)
+
+    def _delete_subtree(self, path: str, notes: list[Notification]) -> None:
+        node = self._nodes[path]
+        for child in sorted(node.children):
+            self._delete_subtree(_join(path, child), notes)
+        self._remove(path, node, notes)
+
+    @staticmethod
+    def _notify_created_or_deleted(kind: str, path: str, notes: list[Notification]) -> None:
+        notes.append(Notification(kind, path))  # type: ignore[arg-type]
+        parent = _notified_parent(path)
+        if parent is not None:
+            notes.append(Notification("ChildrenChanged", parent))
+
+
+def _decode_for_dump(data: bytes) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+# ---------------------------------------------------------------------------------------------
+# MetadataStore: the actor
+# ---------------------------------------------------------------------------------------------
+
+_Outgoing = tuple[float, Reply | None, Any, bool, list[Notification]]
+"""(due time, reply, value or exception, is_error, notifications) waiting in the outbox."""
+
+_EPSILON = 1e-9
+"""Seconds under which a deadline counts as reached: sleeping `deadline - now` can land one float
+step short of `deadline`, and a sub-ulp sleep would not move the virtual clock."""
+
+
+class MetadataStore(Actor):
+    """The cluster's ZooKeeper: znodes, sessions with expiry, persistent recursive watches.
+
+    `session_timeout` is metadataStoreSessionTimeoutMillis in seconds. Each asked op is delayed by
+    `latency_fn(self.rng)` if given, else by `op_latency` (emulated seconds; negative draws count
+    as 0). `stats` counts ops by message type name plus "notifications", "sessions_expired" and
+    "sessions_closed", for metrics.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        system: ActorSystem,
+        *,
+        session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+        op_latency: float = 0.0,
+        latency_fn: Callable[[random.Random], float] | None = None,
+    ) -> None:
+        if isinstance(session_timeout, bool) or not isinstance(session_timeout, (int, float)):
+            raise TypeError(f"session_timeout must be seconds (a number), got {session_timeout!r}")
+        if not 0 < session_timeout < float("inf"):
+            raise ValueError(
+                f"session_timeout = {session_timeout!r}: must be > 0 and finite seconds"
+            )
+        if isinstance(op_latency, bool) or not isinstance(op_latency, (int, float)):
+            raise TypeError(f"op_latency must be seconds (a number), got {op_latency!r}")
+        if not 0 <= op_latency < float("inf"):
+            raise ValueError(f"op_latency = {op_latency!r}: must be >= 0 and finite seconds")
+        if latency_fn is not None and not callable(latency_fn):
+            raise TypeError(
+                f"latency_fn must be a function (random.Random) -> seconds, got {latency_fn!r}"
+            )
+        super().__init__(name, system)
+        self.tree = MetadataTree()
+        self.stats: Counter[str] = Counter()
+        self._session_timeout = float(session_timeout)
+        self._op_latency = float(op_latency)
+        self._latency_fn = latency_fn
+        self._deadlines: dict[int, float] = {}  # live session -> expiry time (emulated s)
+        self._reaper_running = False
+        self._session_listeners: dict[int, str] = {}  # session -> owner told of SessionLost
+        self._watches: dict[str, dict[str, None]] = {}  # subscriber -> prefixes, insertion order
+        self._outbox: deque[_Outgoing] = deque()
+        self._outbox_last_due = 0.0
+        self._pump_running = False
+        self._handlers: dict[type, Callable[[Any], tuple[Any, list[Notification]]]] = {
+            Create: self._on_create,
+            Get: self._on_get,
+            Exists: self._on_exists,
+            Set: self._on_set,
+            Delete: self._on_delete,
+            GetChildren: self._on_get_children,
+            DeleteRecursive: self._on_delete_recursive,
+            OpenSession: self._on_open_session,
+            CloseSession: self._on_close_session,
+            ExpireSession: self._on_expire_session,
+            Watch: self._on_watch,
+            Unwatch: self._on_unwatch,
+            Dump: self._on_dump,
+        }
+
+    @property
+    def session_timeout(self) -> float:
+        """Seconds without a heartbeat after which a session expires; clients beat every third."""
+        return self._session_timeout
+
+    def peek(self, path: str) -> bytes | None:
+        """A node's data read directly, without a message: for observers and invariant checks,
+        which must not perturb the run (no latency, no op counted)."""
+        result = self.tree.get(path)
+        return None if result is None else result.data
+
+    def peek_children(self, path: str) -> list[str]:
+        """Sorted child names of `path` ([] if absent), read directly; see `peek`."""
+        return self.tree.children(path)
+
+    def peek_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
+        """(path, data) of every node whose path starts with `prefix`, sorted; see `peek`."""
+        return self.tree.peek_prefix(prefix)
+
+    def ephemeral_owner(self, path: str) -> int | None:
+        """Session id holding the ephemeral node at `path` (None: absent or persistent); see `peek`."""
+        stat = self.tree.stat(path)
+        return None if stat is None else stat.ephemeral_owner
+
+    def session_alive(self, session_id: int) -> bool:
+        """True while the session has neither expired nor been closed; see `peek`."""
+        return self.tree.session_owner(session_id) is not None
+
+    def dump_json(self) -> str:
+        """The whole tree as indented JSON (see `MetadataTree.dump`)."""
+        return json.dumps(self.tree.dump(), indent=2)
+
+    # -- message loop -----------------------------------------------------------------------
+
+    async def receive(self, msg: Any, reply: Reply) -> None:
+        kind = type(msg)
+        if kind is Heartbeat:
+            self._on_heartbeat(msg)
+            return
+        handler = self._handlers.get(kind)
+        if handler is None:
+            known = ", ".join(t.__name__ for t in (Heartbeat, *self._handlers))
+            error = TypeError(f"MetadataStore does not handle {msg!r}; send one of: {known}")
+            if not reply.expects:
+                self.log.warning("unexpected message told to the metadata store", error=str(error))
+            reply.error(error)
+            return
+        self.stats[kind.__name__] += 1
+        try:
+            value, notes = handler(msg)
+        except (MetadataStoreError, ValueError, TypeError) as exc:
+            self._respond(reply, exc, True, [])
+            return
+        self._respond(reply, value, False, notes)
+
+    # -- handlers: (msg) -> (reply value, notifications) -------------------------------------
+
+    def _on_create(self, msg: Create) -> tuple[Any, list[Notification]]:
+        path = validate_path(msg.path)
+        data = _check_data(msg.data)
+        session_id = _check_session_id(msg.session_id)
+        self.tree.check_session(session_id)
+        if msg.ephemeral and session_id is None:
+            raise ValueError(
+                f"Create({path!r}, ephemeral=True) needs the session_id of an open session"
+            )
+        return self.tree.create(path, data, session_id if msg.ephemeral else None, self._now_ms())
+
+    def _on_get(self, msg: Get) -> tuple[Any, list[Notification]]:
+        path = validate_path(msg.path)
+        self.tree.check_session(_check_session_id(msg.session_id))
+        return self.tree.get(path), []
+
+    def _on_exists(self, msg: Exists) -> tuple[Any, list[Notification]]:
+        path = validate_path(msg.path)
+        self.tree.check_session(_check_session_id(msg.session_id))
+        return self.tree.stat(path), []
+
+    def _on_set(self, msg: Set) -> tuple[Any, list[Notification]]:
+        path = validate_path(msg.path)
+        data = _check_data(msg.data)
+        expected = _check_version(msg.expected_version)
+        self.tree.check_session(_check_session_id(msg.session_id))
+        return self.tree.set(path, data, expected, self._now_ms())
+
+    def _on_delete(self, msg: Delete) -> tuple[Any, list[Notification]]:
+        path = validate_path(msg.path)
+        expected = _check_version(msg.expected_version)
+        self.tree.check_session(_check_session_id(msg.session_id))
+        return None, self.tree.delete(path, expected)
+
+    def _on_get_children(self, msg: GetChildren) -> tuple[Any, list[Notification]]:
+        path = validate_path(msg.path)
+        self.tree.check_session(_check_session_id(msg.session_id))
+        return self.tree.children(path), []
+
+    def _on_delete_recursive(self, msg: DeleteRecursive) -> tuple[Any, list[Notification]]:
+        return None, self.tree.delete_recursive(validate_path(msg.path))
+
+    def _on_open_session(self, msg: OpenSession) -> tuple[Any, list[Notification]]:
+        if not isinstance(msg.owner, str) or not msg.owner:
+            raise TypeError(
+                f"OpenSession(owner): owner must be an actor name (str), got {msg.owner!r}"
+            )
+        session_id = self.tree.open_session(msg.owner)
+        self._deadlines[session_id] = self.now + self._session_timeout
+        if msg.session_events:
+            self._session_listeners[session_id] = msg.owner
+        if not self._reaper_running:
+            self._reaper_running = True
+            self.start_soon(self._reap, name="session-reaper")
+        return session_id, []
+
+    def _on_heartbeat(self, msg: Heartbeat) -> None:
+        """A heartbeat for an ended session is ignored: ZooKeeper does not revive a session."""
+        self.stats["Heartbeat"] += 1
+        if msg.session_id in self._deadlines:
+            self._deadlines[msg.session_id] = self.now + self._session_timeout
+
+    def _on_close_session(self, msg: CloseSession) -> tuple[Any, list[Notification]]:
+        session_id = _require_session_id(msg.session_id, "CloseSession(session_id)")
+        live = self._deadlines.pop(session_id, None) is not None
+        self._session_listeners.pop(session_id, None)
+        if live:
+            self.stats["sessions_closed"] += 1
+        return None, self.tree.end_session(session_id)
+
+    def _on_expire_session(self, msg: ExpireSession) -> tuple[Any, list[Notification]]:
+        session_id = _require_session_id(msg.session_id, "ExpireSession(session_id)")
+        live = session_id in self._deadlines
+        return live, self._expire(session_id) if live else []
+
+    def _on_watch(self, msg: Watch) -> tuple[Any, list[Notification]]:
+        prefix = validate_path(msg.prefix, "prefix")
+        if not isinstance(msg.subscriber, str) or self.system.get(msg.subscriber) is None:
+            raise ValueError(
+                f"Watch(subscriber={msg.subscriber!r}): no running actor has this name"
+            )
+        self._watches.setdefault(msg.subscriber, {})[prefix] = None
+        return None, []
+
+    def _on_unwatch(self, msg: Unwatch) -> tuple[Any, list[Notification]]:
+        prefixes = self._watches.get(msg.subscriber)
+        if prefixes is not None:
+            prefixes.pop(msg.prefix, None)
+            if not prefixes:
+                del self._watches[msg.subscriber]
+        return None, []
+
+    def _on_dump(self, msg: Dump) -> tuple[Any, list[Notification]]:
+        return self.tree.dump(), []
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _expire(self, session_id: int) -> list[Notification]:
+        """End a live session as ZooKeeper's expiry does, and tell its owner SessionLost."""
+        owner = self.tree.session_owner(session_id)
+        self._deadlines.pop(session_id, None)
+        self.stats["sessions_expired"] += 1
+        notes = self.tree.end_session(session_id)
+        self.log.info("metadata session expired", session_id=session_id, owner=owner,
+                      ephemeral_nodes_deleted=sum(n.type == "Deleted" for n in notes))
+        listener = self._session_listeners.pop(session_id, None)
+        target = None if listener is None else self.system.get(listener)
+        if target is not None:
+            try:
+                target.tell(SessionEvent("SessionLost", session_id))
+            except ActorDead:
+                pass
+        return notes
+
+    async def _reap(self) -> None:
+        """The one timer for all sessions: sleep until the earliest deadline, expire what is due.
+
+        Deadlines only move later (heartbeats) and new sessions end later than existing ones
+        (one timeout for all), so sleeping until the earliest known deadline never oversleeps.
+        """
+        try:
+            while self._deadlines:
+                earliest = min(self._deadlines.values())
+                now = self.now
+                if earliest - now > _EPSILON:
+                    await anyio.sleep(earliest - now)
+                    continue
+                due = [sid for sid, deadline in self._deadlines.items()
+                       if deadline - now <= _EPSILON]
+                notes: list[Notification] = []
+                for session_id in due:
+                    notes.extend(self._expire(session_id))
+                self._respond(None, None, False, notes)
+        finally:
+            self._reaper_running = False
+
+    # -- replies and notifications ----------------------------------------------------------
+
+    def _latency(self) -> float:
+        if self._latency_fn is not None:
+            return max(0.0, float(self._latency_fn(self.rng)))
+        return self._op_latency
+
+    def _respond(self, reply: Reply | None, value: Any, is_error: bool,
+              notes: list[Notification]) -> None:
+        """Reply, then notify; through the FIFO outbox when a latency applies or it is busy."""
+        delay = self._latency()
+        if delay <= 0.0 and not self._outbox:
+            self._deliver(reply, value, is_error, notes)
+            return
+        due = max(self.now + delay, self._outbox_last_due)
+        self._outbox_last_due = due
+        self._outbox.append((due, reply, value, is_error, notes))
+        if not self._pump_running:
+            self._pump_running = True
+            self.start_soon(self._pump, name="outbox")
+
+    async def _pump(self) -> None:
+        """Drain the outbox in order; due times never decrease, so the head is always next."""
+        try:
+            while self._outbox:
+                wait = self._outbox[0][0] - self.now
+                if wait > _EPSILON:
+                    await anyio.sleep(wait)
+                    continue
+                _, reply, value, is_error, notes = self._outbox.popleft()
+                self._deliver(reply, value, is_error, notes)
+        finally:
+            self._pump_running = False
+
+    def _deliver(self, reply: Reply | None, value: Any, is_error: bool,
+                 notes: list[Notification]) -> None:
+        if reply is not None:
+            if is_error:
+                reply.error(value)
+            else:
+                reply.ok(value)
+        if notes and self._watches:
+            self._notify(notes)
+
+    def _notify(self, notes: list[Notification]) -> None:
+        """Tell each watcher, in change order, the notifications under its prefixes; a watcher
+        that is no longer running loses its watches silently."""
+        gone: list[str] = []
+        for subscriber, prefixes in self._watches.items():
+            target = self.system.get(subscriber)
+            if target is None:
+                gone.append(subscriber)
+                continue
+            try:
+                for note in notes:
+                    if _under_any(note.path, prefixes):
+                        target.tell(note)
+                        self.stats["notifications"] += 1
+            except ActorDead:
+                gone.append(subscriber)
+        for subscriber in gone:
+            del self._watches[subscriber]
+
+    def _now_ms(self) -> int:
+        return self.system.clock.now_ms()
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks (messages are not validated on construction)
+# ---------------------------------------------------------------------------------------------
+
+
+def _under_any(path: str, prefixes: dict[str, None]) -> bool:
+    for prefix in prefixes:
+        if prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/":
+            return True
+    return False
+
+
+def _check_data(data: object) -> bytes:
+    if not isinstance(data, bytes):
+        raise TypeError(f"data must be bytes (encode str or JSON first), "
+                        f"got {type(data).__name__}: {data!r:.60}")
+    return data
+
+
+def _check_version(version: object) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or version < -1:
+        raise ValueError(
+            f"expected_version = {version!r}: must be an int >= 0, or -1 for any version"
+        )
+    return version
+
+
+def _check_session_id(session_id: object) -> int | None:
+    if session_id is None:
+        return None
+    return _require_session_id(session_id, "session_id")
+
+
+def _require_session_id(session_id: object, argument: str) -> int:
+    if isinstance(session_id, bool) or not isinstance(session_id, int):
+        raise TypeError(f"{argument} must be an int from OpenSession, got {session_id!r}")
+    return session_id
