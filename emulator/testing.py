@@ -1,1 +1,80 @@
-"""Test helpers for users' own async integration tests (filled in by the cluster work)."""
+"""Write your own async integration tests against an emulated cluster.
+
+    import pytest
+    from emulator.testing import emulated_cluster
+
+    @pytest.mark.anyio
+    async def test_my_strategy(pulsar_cluster):          # or: async with emulated_cluster(...) as cluster
+        async with pulsar_cluster(brokers=3, seed=7) as cluster:
+            client = cluster.add_client()
+            client.create_handles([f"persistent://public/default/t{i}" for i in range(100)])
+            await cluster.wait_until(lambda: client.connected_count() == 100)
+
+The tests must run on the virtual clock: give anyio the emulator's loop, e.g. in your conftest.py
+
+    @pytest.fixture
+    def anyio_backend():
+        return emulator.testing.VIRTUAL_BACKEND
+
+The invariant checker runs throughout (every `check_interval` emulated seconds) and once more at the end;
+any violation fails the block with an `InvariantViolation` that says which invariant broke, when and how.
+This module is also a pytest plugin (entry point `pulsar_lb_emulator`) providing the `pulsar_cluster`
+fixture.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import anyio
+
+from emulator.runtime import VirtualEventLoop
+
+VIRTUAL_BACKEND = ("asyncio", {"loop_factory": VirtualEventLoop})
+
+
+@asynccontextmanager
+async def emulated_cluster(
+    brokers: int = 3,
+    *,
+    seed: int = 0,
+    check_invariants: bool = True,
+    check_interval: float = 1.0,
+    wait_for_leader: bool = True,
+    **kwargs: Any,
+) -> AsyncIterator[Any]:
+    """Start an N-broker cluster on the running (virtual) loop, with the invariant checker on.
+
+    Extra keyword arguments go to `Cluster.start` (conf, namespaces, load_source, settings, ...).
+    """
+    from emulator.cluster.cluster import Cluster
+    from emulator.observe.invariants import InvariantChecker
+
+    async with Cluster.start(brokers, seed=seed, **kwargs) as cluster:
+        checker = InvariantChecker(cluster, check_interval) if check_invariants else None
+        cluster.invariants = checker
+        async with anyio.create_task_group() as tg:
+            if checker is not None:
+                tg.start_soon(checker.run)
+            try:
+                if wait_for_leader:
+                    await cluster.wait_for_leader()
+                yield cluster
+            finally:
+                tg.cancel_scope.cancel()
+        if checker is not None:
+            checker.check_now()
+            checker.raise_if_violated()
+
+
+try:  # the plugin part; the helpers above work without pytest
+    import pytest
+except ImportError:  # pragma: no cover
+    pass
+else:
+
+    @pytest.fixture
+    def pulsar_cluster():
+        """Factory fixture: `async with pulsar_cluster(brokers=3, seed=1) as cluster: ...`."""
+        return emulated_cluster

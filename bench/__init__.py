@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench` (grows with the benchmarks issue)."""

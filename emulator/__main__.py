@@ -1,0 +1,7 @@
+"""`python -m emulator` is the `pulsar-lb-emulator` command."""
+
+import sys
+
+from emulator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,614 @@
+"""Broker actor: lookups with authoritative redirects, bundle ownership, leader election, load reports.
+
+Follows pulsar-protocol.md §1.2 ("Net behaviour"), §2, §3 and §4 for the current (3.x) code:
+
+1. a bundle owned by anyone (and enabled) -> any broker answers Connect(owner);
+2. unowned, non-authoritative lookup at a non-leader while the leader is active -> Redirect(leader,
+   authoritative=false);
+3. unowned at the leader, or anywhere while the leader is missing or not in /loadbalance/brokers -> the
+   load manager picks X; X == self -> acquire and Connect, else Redirect(X, authoritative=true);
+4. unowned with authoritative=true -> acquire here, no load-manager check; LockBusy -> Failed/MetadataError;
+5. a bundle this broker is unloading -> Failed/MetadataError.
+
+Concurrent lookups of one bundle with the same authoritative flag share one resolution
+(findingBundlesAuthoritative / NotAuthoritative). `maxConcurrentLookupRequest` pending lookups at most,
+beyond which the answer is Failed/TooManyRequests at once.
+
+Choices where the spec is open (documented here once):
+* Ownership is read from the store on every lookup (no cache of other brokers' ownership nodes), which is
+  what Pulsar's metadata cache converges to; heartbeat/SLA namespaces are not emulated.
+* A follower that must decide locally (no active leader) keeps its own ModularLoadManager view, rebuilt
+  from the brokers' reports when it is older than one report interval (Pulsar's followers keep theirs
+  current by running updateAll on every notification; the decisions are the same, the cost is not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+import anyio
+import msgspec
+
+import strategies
+from emulator.model.bundles import NamespaceBundles, topic_namespace
+from emulator.model.config import ServiceConfig
+from emulator.model.loaddata import (
+    LocalBrokerData,
+    NamespaceBundleStats,
+    TimeAverageBrokerData,
+    need_broker_data_update,
+)
+from emulator.model.policies import LocalPolicies
+from emulator.runtime import Actor, ActorSystem, Reply
+
+from . import paths
+from .bundle_owner import BundleOwner, Routed
+from .events import ClusterEvents
+from .load_source import LoadSource
+from .messages import (
+    Attach,
+    AttachResult,
+    Detach,
+    LookupTopic,
+    LookupTopicResponse,
+    LookupType,
+    SelectBrokerForAssignment,
+    ServerError,
+)
+from .metadata_client import LockBusy, MetadataClient, MetadataStoreError
+from .metadata_messages import Notification
+from .network import Network, host_of, service_url_of, web_url_of
+
+_json_encode = msgspec.json.encode
+
+
+class NamespaceEphemeralData(msgspec.Struct, rename="camel"):
+    """Value of an ownership node `/namespace/<bundle>` (Pulsar's NamespaceEphemeralData JSON)."""
+
+    native_url: str
+    http_url: str
+    native_url_tls: str = ""
+    http_url_tls: str = ""
+    disabled: bool = False
+    advertised_listeners: dict[str, Any] = {}
+
+
+class LeaderBroker(msgspec.Struct, rename="camel"):
+    """Value of `/loadbalance/leader` (3.x LeaderBroker JSON)."""
+
+    broker_id: str
+    service_url: str
+
+
+class LookupFailure(Exception):
+    """A lookup that ends in CommandLookupTopicResponse Failed with `error`."""
+
+    def __init__(self, error: ServerError, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+class _Result(msgspec.Struct, frozen=True):
+    broker_id: str
+    redirect: bool
+    authoritative: bool = True
+
+
+class OwnedBundle:
+    """Pulsar's OwnedBundle: the in-memory ownership entry, present while acquiring and while owned."""
+
+    __slots__ = ("bundle", "acquired", "active", "actor")
+
+    def __init__(self, bundle: str, acquired: asyncio.Future[bool]) -> None:
+        self.bundle = bundle
+        self.acquired = acquired
+        self.active = False
+        self.actor: BundleOwner | None = None
+
+
+class BrokerStats:
+    """Plain counters the observers read (Pulsar's lookup metrics are derived from these)."""
+
+    __slots__ = ("lookups", "answers", "redirects", "failures", "too_many", "pending", "assignments")
+
+    def __init__(self) -> None:
+        self.lookups = self.answers = self.redirects = self.failures = 0
+        self.too_many = self.pending = self.assignments = 0
+
+
+class Broker(Actor):
+    def __init__(
+        self,
+        broker_id: str,
+        system: ActorSystem,
+        *,
+        conf: ServiceConfig,
+        network: Network,
+        load_source: LoadSource,
+        events: ClusterEvents,
+        leader_factory: Callable[["Broker"], Actor],
+        store_name: str = "metadata-store",
+        report_interval: float = 5.0,
+    ) -> None:
+        super().__init__(broker_id, system)
+        self.broker_id = broker_id
+        self.conf = conf
+        self.network = network
+        self.load_source = load_source
+        self.events = events
+        self._leader_factory = leader_factory
+        self.report_interval = report_interval
+        self.md = MetadataClient(self, store_name)
+        self.service_url = service_url_of(broker_id)
+        self.web_url = web_url_of(broker_id)
+        self._self_owner_info = _json_encode(
+            NamespaceEphemeralData(native_url=self.service_url, http_url=self.web_url)
+        )
+        self.stats = BrokerStats()
+        # leader election
+        self.election_started = False
+        self.is_leader = False
+        self.leader_id: str | None = None
+        self.leader_actor: Actor | None = None
+        # what this broker knows of the cluster
+        self.available_brokers: frozenset[str] = frozenset()
+        self._ns_bundles: dict[str, NamespaceBundles] = {}
+        self.owned: dict[str, OwnedBundle] = {}
+        self._finding: dict[tuple[str, bool], asyncio.Future[_Result]] = {}
+        # load reporting
+        self.local_data = LocalBrokerData(
+            web_service_url=self.web_url,
+            pulsar_service_url=self.service_url,
+            load_manager_class_name=conf.load_manager_class_name,
+        )
+        self._last_data: LocalBrokerData | None = None
+        self._report_version = -1
+        self.registered = False
+        self._local_lm: Any = None
+        self._local_lm_time = -1.0
+        self.started = anyio.Event()
+
+    # ================================================================== lifecycle
+
+    async def on_start(self) -> None:
+        """Pulsar's startup order: metadata session, binary port, leader election, then the load manager."""
+        await self.md.open_session()
+        self.network.listen(self.broker_id, self)
+        await self.md.watch(paths.LEADER)
+        await self.md.watch(paths.BROKERS)
+        await self.md.watch(paths.LOCAL_POLICIES)
+        self.election_started = True
+        await self._elect()
+        await self._register()
+        self.start_soon(self._report_loop)
+        self.started.set()
+        self.events.emit("broker_started", broker=self.broker_id)
+
+    async def _register(self) -> None:
+        """ModularLoadManagerImpl.start(): lock /loadbalance/brokers/<id> with the first report."""
+        self._update_local_data()
+        self.local_data.last_update = self.system.clock.now_ms()
+        stat = await self.md.acquire_lock(paths.broker_path(self.broker_id), self._encode_report())
+        self._report_version = stat.version
+        self._last_data = msgspec.structs.replace(self.local_data)
+        self.registered = True
+        await self.md.set(
+            paths.time_average_path(self.broker_id), _json_encode(TimeAverageBrokerData())
+        )
+        await self._refresh_available_brokers()
+
+    def crash(self) -> None:
+        """Process killed: nothing released; connections drop; the session expires on its own."""
+        self.network.unlisten(self.broker_id)
+        self.network.drop_connections(self.broker_id)
+        self.events.emit("broker_crashed", broker=self.broker_id, bundles=len(self.owned))
+        self.kill()
+
+    # ================================================================== messages
+
+    async def receive(self, msg: Any, reply: Reply) -> None:
+        kind = type(msg)
+        if kind is LookupTopic:
+            self._on_lookup(msg, reply)
+        elif kind is Attach:
+            self._on_attach(msg, reply)
+        elif kind is Detach:
+            self._on_detach(msg, reply)
+        elif kind is Notification:
+            self._on_notification(msg)
+            reply.ok(None)
+        else:
+            raise TypeError(f"broker {self.broker_id}: unexpected message {kind.__name__}")
+
+    # ================================================================== lookups
+
+    def _on_lookup(self, msg: LookupTopic, reply: Reply) -> None:
+        stats = self.stats
+        stats.lookups += 1
+        if stats.pending >= self.conf.max_concurrent_lookup_request:
+            stats.too_many += 1
+            stats.failures += 1
+            reply.ok(
+                LookupTopicResponse(
+                    LookupType.FAILED,
+                    error=ServerError.TOO_MANY_REQUESTS,
+                    message="Failed due to too many pending lookup requests",
+                )
+            )
+            return
+        stats.pending += 1
+        self.start_soon(self._lookup, msg, reply)
+
+    async def _lookup(self, msg: LookupTopic, reply: Reply) -> None:
+        stats = self.stats
+        try:
+            result = await self._lookup_topic(msg)
+        except LookupFailure as e:
+            stats.failures += 1
+            response = LookupTopicResponse(LookupType.FAILED, error=e.error, message=e.message)
+        else:
+            if result.redirect:
+                stats.redirects += 1
+                kind = LookupType.REDIRECT
+            else:
+                stats.answers += 1
+                kind = LookupType.CONNECT
+            response = LookupTopicResponse(
+                kind,
+                broker_service_url=service_url_of(result.broker_id),
+                broker_id=result.broker_id,
+                authoritative=result.authoritative,
+            )
+        finally:
+            stats.pending -= 1
+        reply.ok(response)
+
+    async def _lookup_topic(self, msg: LookupTopic) -> _Result:
+        try:
+            namespace = topic_namespace(msg.topic)
+        except ValueError as e:
+            raise LookupFailure(ServerError.TOPIC_NOT_FOUND, str(e)) from None
+        bundles = await self.namespace_bundles(namespace)
+        bundle = bundles.find_bundle(msg.topic)
+        non_persistent = msg.topic.startswith("non-persistent://")
+        return await self._find_broker_service_url(bundle, msg.authoritative, non_persistent)
+
+    async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
+        """NamespaceBundleFactory: cached ranges, read from /admin/local-policies, refreshed by watch."""
+        cached = self._ns_bundles.get(namespace)
+        if cached is not None:
+            return cached
+        try:
+            node = await self.md.get(paths.local_policies_path(namespace))
+        except MetadataStoreError as e:
+            raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
+        if node is None:
+            raise LookupFailure(ServerError.TOPIC_NOT_FOUND, f"Namespace {namespace} does not exist")
+        bundles = msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(namespace)
+        self._ns_bundles[namespace] = bundles
+        return bundles
+
+    async def _find_broker_service_url(
+        self, bundle: str, authoritative: bool, non_persistent: bool
+    ) -> _Result:
+        key = (bundle, authoritative)
+        shared = self._finding.get(key)
+        if shared is not None:
+            return await asyncio.shield(shared)
+        fut: asyncio.Future[_Result] = asyncio.get_running_loop().create_future()
+        self._finding[key] = fut
+        try:
+            result = await self._find_uncached(bundle, authoritative, non_persistent)
+        except BaseException as e:
+            fut.set_exception(e if isinstance(e, LookupFailure) else LookupFailure(
+                ServerError.SERVICE_NOT_READY, f"lookup of {bundle} interrupted"))
+            fut.exception()  # retrieved: sharing lookups re-raise it themselves
+            raise
+        else:
+            fut.set_result(result)
+            return result
+        finally:
+            del self._finding[key]
+
+    async def _find_uncached(self, bundle: str, authoritative: bool, non_persistent: bool) -> _Result:
+        owned = self.owned.get(bundle)
+        if owned is not None:
+            await asyncio.shield(owned.acquired)
+            if owned.active:
+                return _Result(self.broker_id, redirect=False)
+            raise LookupFailure(
+                ServerError.METADATA_ERROR, f"Namespace bundle {bundle} is being unloaded"
+            )
+        try:
+            node = await self.md.get(paths.ownership_path(bundle))
+        except MetadataStoreError as e:
+            raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
+        if node is not None:
+            data = msgspec.json.decode(node.data, type=NamespaceEphemeralData)
+            if data.disabled:
+                raise LookupFailure(
+                    ServerError.METADATA_ERROR, f"Namespace bundle {bundle} is being unloaded"
+                )
+            return _Result(data.http_url.split("://", 1)[-1], redirect=False)
+        return await self._search_for_candidate_broker(bundle, authoritative, non_persistent)
+
+    async def _search_for_candidate_broker(
+        self, bundle: str, authoritative: bool, non_persistent: bool
+    ) -> _Result:
+        if not self.election_started:
+            raise LookupFailure(
+                ServerError.METADATA_ERROR, "The leader election has not yet been completed!"
+            )
+        authoritative_redirect = self.is_leader
+        if authoritative:
+            candidate: str | None = self.broker_id
+        else:
+            decide_here = self.is_leader
+            leader = self.leader_id
+            if not decide_here and (leader is None or leader not in self.available_brokers):
+                decide_here = True
+                self.log.warning(
+                    "leader not active, deciding locally", bundle=bundle, leader=leader
+                )
+            if decide_here:
+                candidate = await self._get_least_loaded(bundle, non_persistent)
+                if candidate is None:
+                    raise LookupFailure(
+                        ServerError.SERVICE_NOT_READY, f"No broker was available to own {bundle}"
+                    )
+                authoritative_redirect = True
+            else:
+                candidate = leader
+        assert candidate is not None
+        if candidate == self.broker_id:
+            await self.try_acquiring_ownership(bundle)
+            return _Result(self.broker_id, redirect=False)
+        if candidate not in self.available_brokers:
+            raise LookupFailure(
+                ServerError.METADATA_ERROR,
+                f"NotFound: {paths.broker_path(candidate)}",
+            )
+        return _Result(candidate, redirect=True, authoritative=authoritative_redirect)
+
+    async def _get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
+        leader = self.leader_actor
+        if self.is_leader and leader is not None and leader.alive:
+            return await leader.ask(SelectBrokerForAssignment(bundle, non_persistent))
+        return await self._select_locally(bundle, non_persistent)
+
+    async def _select_locally(self, bundle: str, non_persistent: bool) -> str | None:
+        from .modular_load_manager import ModularLoadManager
+
+        now = self.now
+        if self._local_lm is None or now - self._local_lm_time >= self.report_interval:
+            if self._local_lm is None:
+                strategy = strategies.create(
+                    self.conf.load_balancer_load_placement_strategy, rng=self.rng
+                )
+                self._local_lm = ModularLoadManager(
+                    self.conf, strategy, self.rng, broker_id=self.broker_id
+                )
+            available = await self.md.children(paths.BROKERS)
+            reports: dict[str, LocalBrokerData | None] = {}
+            for b in available:
+                node = await self.md.get(paths.broker_path(b))
+                reports[b] = (
+                    None if node is None else msgspec.json.decode(node.data, type=LocalBrokerData)
+                )
+            self._local_lm.update_all(available, reports, self.owned_bundle_names())
+            self._local_lm_time = now
+        broker, trace = self._local_lm.select_broker_for_assignment(
+            bundle, non_persistent=non_persistent
+        )
+        self.events.emit("assignment", bundle=bundle, broker=broker, leader=self.broker_id,
+                         local=True, trace=trace)
+        return broker
+
+    # ================================================================== ownership
+
+    async def try_acquiring_ownership(self, bundle: str) -> None:
+        """OwnershipCache.tryAcquiringOwnership: create the ephemeral lock, then start the bundle's owner."""
+        owned = self.owned.get(bundle)
+        if owned is not None:
+            await asyncio.shield(owned.acquired)
+            if not owned.active:
+                raise LookupFailure(
+                    ServerError.METADATA_ERROR,
+                    f"Namespace bundle {bundle} is currently being unloaded",
+                )
+            return
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        owned = self.owned[bundle] = OwnedBundle(bundle, fut)
+        try:
+            await self.md.acquire_lock(paths.ownership_path(bundle), self._self_owner_info)
+        except BaseException as e:
+            del self.owned[bundle]
+            fut.set_result(False)
+            if isinstance(e, (LockBusy, MetadataStoreError)):
+                raise LookupFailure(
+                    ServerError.METADATA_ERROR,
+                    f"Failed to acquire ownership for namespace bundle {bundle}: {e}",
+                ) from None
+            raise
+        owner = BundleOwner(f"{self.broker_id}/{bundle}", self.system, bundle=bundle,
+                            broker_id=self.broker_id)
+        self.system.spawn(owner, parent=self)
+        owned.actor = owner
+        owned.active = True
+        fut.set_result(True)
+        self.stats.assignments += 1
+        self.events.emit("bundle_owned", bundle=bundle, broker=self.broker_id)
+
+    def owned_bundle_names(self) -> list[str]:
+        return [b for b, o in self.owned.items() if o.active]
+
+    # ================================================================== producers / consumers
+
+    def _on_attach(self, msg: Attach, reply: Reply) -> None:
+        """ServerCnx handleProducer/handleSubscribe: serve only topics of active bundles owned here."""
+        try:
+            namespace = topic_namespace(msg.topic)
+        except ValueError as e:
+            reply.ok(AttachResult(False, ServerError.TOPIC_NOT_FOUND, str(e)))
+            return
+        bundles = self._ns_bundles.get(namespace)
+        if bundles is None:
+            self.start_soon(self._attach_after_load, namespace, msg, reply)
+            return
+        self._route_attach(bundles, msg, reply)
+
+    async def _attach_after_load(self, namespace: str, msg: Attach, reply: Reply) -> None:
+        try:
+            bundles = await self.namespace_bundles(namespace)
+        except LookupFailure as e:
+            reply.ok(AttachResult(False, e.error, e.message))
+            return
+        self._route_attach(bundles, msg, reply)
+
+    def _route_attach(self, bundles: NamespaceBundles, msg: Attach, reply: Reply) -> None:
+        bundle = bundles.find_bundle(msg.topic)
+        owned = self.owned.get(bundle)
+        if owned is None or not owned.active or owned.actor is None or not owned.actor.alive:
+            reply.ok(
+                AttachResult(
+                    False,
+                    ServerError.SERVICE_NOT_READY,
+                    f"Namespace bundle for topic ({msg.topic}) not served by this instance. "
+                    "Please redo the lookup.",
+                )
+            )
+            return
+        self.network.connect(msg.client, self.broker_id)
+        owned.actor.tell(Routed(msg, reply))
+
+    def _on_detach(self, msg: Detach, reply: Reply) -> None:
+        bundles = self._ns_bundles.get(topic_namespace(msg.topic))
+        owned = self.owned.get(bundles.find_bundle(msg.topic)) if bundles else None
+        if owned is not None and owned.actor is not None and owned.actor.alive:
+            owned.actor.tell(Routed(msg, reply))
+        else:
+            reply.ok(None)
+
+    # ================================================================== metadata notifications
+
+    def _on_notification(self, note: Notification) -> None:
+        path = note.path
+        if path == paths.LEADER:
+            if note.type == "Deleted":
+                self.start_soon(self._on_leader_deleted)
+        elif path.startswith(paths.BROKERS + "/"):
+            if note.type in ("Created", "Deleted"):
+                self.start_soon(self._refresh_available_brokers)
+        elif path.startswith(paths.LOCAL_POLICIES + "/"):
+            namespace = paths.namespace_of_policies_path(path)
+            if self._ns_bundles.pop(namespace, None) is not None:
+                self.log.debug("Policy updated for namespace, refreshing the bundle cache",
+                               namespace=namespace)
+
+    async def _refresh_available_brokers(self) -> None:
+        self.available_brokers = frozenset(await self.md.children(paths.BROKERS))
+
+    # ================================================================== leader election
+
+    async def _elect(self) -> None:
+        """LeaderElectionImpl.elect(): create-if-absent on /loadbalance/leader, else follow the holder."""
+        value = _json_encode(LeaderBroker(broker_id=self.broker_id, service_url=self.web_url))
+        while True:
+            try:
+                await self.md.acquire_lock(paths.LEADER, value)
+            except LockBusy:
+                node = await self.md.get(paths.LEADER)
+                if node is None:
+                    continue  # the holder vanished meanwhile: race again
+                leader = msgspec.json.decode(node.data, type=LeaderBroker)
+                self._become_follower(leader.broker_id)
+                return
+            else:
+                self._become_leader()
+                return
+
+    async def _on_leader_deleted(self) -> None:
+        if self.is_leader:
+            self.log.info("Leadership released")
+        self.leader_id = None
+        await self._elect()
+
+    def _become_leader(self) -> None:
+        was = self.is_leader
+        self.is_leader = True
+        self.leader_id = self.broker_id
+        if not was:
+            self.log.info("This broker was elected leader")
+            self.leader_actor = self._leader_factory(self)
+            self.system.spawn(self.leader_actor, parent=self)
+            self.events.emit("leader_elected", broker=self.broker_id)
+
+    def _become_follower(self, leader_id: str) -> None:
+        self.leader_id = leader_id
+        if self.is_leader:
+            self.is_leader = False
+            if self.leader_actor is not None:
+                self.leader_actor.kill()
+            self.leader_actor = None
+        self.log.debug("This broker is a follower", leader=leader_id)
+
+    # ================================================================== load reports
+
+    async def _report_loop(self) -> None:
+        """LoadReportUpdaterTask: every 5 s, write the report if it changed enough or is 15 min old."""
+        while True:
+            await anyio.sleep(self.report_interval)
+            await self.write_load_report()
+
+    def _update_local_data(self) -> None:
+        now = self.now
+        topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
+        bundle_stats: dict[str, NamespaceBundleStats] = self.load_source.bundle_stats(
+            self.broker_id, now, topics
+        )
+        usage = self.load_source.system_usage(self.broker_id, now, bundle_stats)
+        local = self.local_data
+        local.cpu = usage.cpu
+        local.memory = usage.memory
+        local.direct_memory = usage.direct_memory
+        local.bandwidth_in = usage.bandwidth_in
+        local.bandwidth_out = usage.bandwidth_out
+        local.update_from_stats(bundle_stats)
+
+    def _encode_report(self) -> bytes:
+        return _json_encode(self.local_data)
+
+    async def write_load_report(self, force: bool = False) -> bool:
+        """writeBrokerDataOnZooKeeper: True if a report was written."""
+        if not self.registered:
+            return False
+        self._update_local_data()
+        now_ms = self.system.clock.now_ms()
+        last = self._last_data
+        if not force and last is not None and not need_broker_data_update(
+            last, self.local_data, self.conf, now_ms
+        ):
+            return False
+        self.local_data.last_update = now_ms
+        try:
+            stat = await self.md.set(
+                paths.broker_path(self.broker_id),
+                self._encode_report(),
+                expected_version=self._report_version,
+            )
+        except MetadataStoreError as e:
+            self.log.warning("load report not written", error=str(e))
+            return False
+        self._report_version = stat.version
+        self.local_data.clean_deltas()
+        self._last_data = msgspec.structs.replace(self.local_data)
+        self.events.emit("load_report", broker=self.broker_id, bundles=self.local_data.num_bundles)
+        return True
+
+    # ================================================================== views
+
+    @property
+    def host(self) -> str:
+        return host_of(self.broker_id)

@@ -1,0 +1,75 @@
+"""BundleOwner: one actor per bundle a broker owns, holding its topics and their producers/consumers.
+
+Pulsar's OwnedBundle + the topics of that bundle in BrokerService. The ephemeral ownership lock
+(`/namespace/<bundle>`) is held by the broker's metadata session; this actor lives exactly as long as the
+broker considers the bundle its own. Attach/Detach are routed here by the broker with the caller's reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from emulator.runtime import Actor, ActorSystem, Reply
+
+from .load_source import TopicLoad
+from .messages import Attach, AttachResult, Detach, HandleKind
+
+
+class Routed(NamedTuple):
+    """A client command the broker hands to the bundle owner together with the client's reply slot."""
+
+    msg: Any
+    reply: Reply
+
+
+class BundleOwner(Actor):
+    def __init__(self, name: str, system: ActorSystem, *, bundle: str, broker_id: str) -> None:
+        super().__init__(name, system)
+        self.bundle = bundle
+        self.broker_id = broker_id
+        self.topics: dict[str, TopicLoad] = {}
+        # (client, handle id) per topic, so a duplicate attach after a reconnect is idempotent
+        self._handles: dict[str, set[tuple[str, int, HandleKind]]] = {}
+
+    async def receive(self, msg: Any, reply: Reply) -> None:
+        if type(msg) is Routed:
+            inner, reply = msg.msg, msg.reply
+            if type(inner) is Attach:
+                self._attach(inner)
+                reply.ok(AttachResult(ok=True))
+                return
+            if type(inner) is Detach:
+                self._detach(inner)
+                reply.ok(None)
+                return
+        raise TypeError(f"{self.name}: unexpected message {type(msg).__name__}")
+
+    def _attach(self, msg: Attach) -> None:
+        handles = self._handles.setdefault(msg.topic, set())
+        load = self.topics.get(msg.topic)
+        if load is None:
+            load = self.topics[msg.topic] = TopicLoad()
+        key = (msg.client, msg.handle_id, msg.kind)
+        if key in handles:
+            return
+        handles.add(key)
+        if msg.kind is HandleKind.PRODUCER:
+            load.producers += 1
+        else:
+            load.consumers += 1
+
+    def _detach(self, msg: Detach) -> None:
+        handles = self._handles.get(msg.topic)
+        key = (msg.client, msg.handle_id, msg.kind)
+        if not handles or key not in handles:
+            return
+        handles.discard(key)
+        load = self.topics[msg.topic]
+        if msg.kind is HandleKind.PRODUCER:
+            load.producers -= 1
+        else:
+            load.consumers -= 1
+
+    def handles(self) -> list[tuple[str, str, int, HandleKind]]:
+        """(topic, client, handle id, kind) of everything attached, in a stable order."""
+        return sorted((t, c, h, k) for t, hs in self._handles.items() for (c, h, k) in hs)

@@ -1,0 +1,380 @@
+"""PulsarClient actor: many producers/consumers, binary-protocol lookups, reconnects with backoff.
+
+Follows pulsar-protocol.md §1.5 and §7 (client part):
+* a lookup starts at a broker of the service URL list (round robin from a seeded random start, as
+  PulsarServiceNameResolver), non-authoritative; each Redirect is followed with the authoritative flag it
+  carries, at most `max_lookup_redirects` (20) times; Connect ends it; Failed fails it (no retry inside the
+  lookup); concurrent lookups of one topic share one (BinaryProtoLookupService.lookupInProgress);
+* a producer/consumer then attaches to the answered broker; any failure re-runs the whole lookup after
+  `backoff.next()` (100 ms doubling to 60 s, up to 10 % less at random); creation gives up after the
+  operation timeout (30 s); once created a handle retries forever;
+* ServiceNotReady (in a lookup answer or an attach error) closes the whole connection to that broker, so
+  every handle attached there reconnects (ClientCnx.checkServerError); TooManyRequests closes it after 50
+  rejections within 60 s;
+* a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from typing import Any
+
+import anyio
+import msgspec
+
+from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
+
+from .events import ClusterEvents
+from .messages import (
+    Attach,
+    CloseHandle,
+    ConnectionClosed,
+    CreateHandles,
+    Detach,
+    HandleKind,
+    LookupTopic,
+    LookupType,
+    ServerError,
+)
+from .network import Network
+
+
+class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """ClientConfigurationData defaults that matter to load balancing."""
+
+    operation_timeout: float = 30.0          # operationTimeoutMs; also the lookup/creation deadline
+    initial_backoff: float = 0.1             # initialBackoffIntervalNanos
+    max_backoff: float = 60.0                # maxBackoffIntervalNanos
+    max_lookup_redirects: int = 20           # maxLookupRedirects
+    send_timeout: float = 30.0               # producer mandatory stop = max(100 ms, sendTimeout - 100 ms)
+    max_rejected_per_connection: int = 50    # maxNumberOfRejectedRequestPerConnection
+    rejected_reset: float = 60.0             # rejectedRequestResetTimeSec
+    record_lookups: bool = False             # keep every lookup's hops (tests, debugging)
+
+
+class Backoff:
+    """org.apache.pulsar.client.impl.Backoff in milliseconds, with the injected RNG for the jitter."""
+
+    def __init__(self, initial_ms: int, max_ms: int, mandatory_stop_ms: int, rng: random.Random) -> None:
+        self.initial = initial_ms
+        self.max = max_ms
+        self.mandatory_stop = mandatory_stop_ms
+        self._next = initial_ms
+        self._rng = rng
+        self._first_backoff_ms = 0
+        self._mandatory_stop_made = False
+
+    def next(self, now_ms: int) -> int:
+        current = self._next
+        if current < self.max:
+            self._next = min(self._next * 2, self.max)
+        if not self._mandatory_stop_made:
+            elapsed = 0
+            if self.initial == current:
+                self._first_backoff_ms = now_ms
+            else:
+                elapsed = now_ms - self._first_backoff_ms
+            if elapsed + current > self.mandatory_stop:
+                current = max(self.initial, self.mandatory_stop - elapsed)
+                self._mandatory_stop_made = True
+        if current > 10:
+            current -= self._rng.randrange(current // 10) if current // 10 > 0 else 0
+        return max(self.initial, current)
+
+    def reset(self) -> None:
+        self._next = self.initial
+        self._mandatory_stop_made = False
+
+
+class LookupFailed(Exception):
+    def __init__(self, reason: str, error: ServerError | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error
+
+
+class LookupRecord(msgspec.Struct):
+    """One client lookup, hop by hop: (broker asked, authoritative flag sent, answer type)."""
+
+    topic: str
+    start: float
+    hops: list[tuple[str, bool, str]] = []
+    end: float | None = None
+    outcome: str = ""          # "Connect:<broker>" or "Failed:<reason>"
+
+
+class ClientStats:
+    __slots__ = ("lookups", "lookups_connected", "lookups_failed", "lookup_redirects", "attaches",
+                 "attach_failures", "creation_failures", "reconnects", "connection_closes",
+                 "failures_by_reason")
+
+    def __init__(self) -> None:
+        self.lookups = self.lookups_connected = self.lookups_failed = self.lookup_redirects = 0
+        self.attaches = self.attach_failures = self.creation_failures = self.reconnects = 0
+        self.connection_closes = 0
+        self.failures_by_reason: dict[str, int] = {}
+
+
+class Handle:
+    """A producer or consumer and its ConnectionHandler state."""
+
+    __slots__ = ("id", "topic", "kind", "state", "broker_id", "backoff", "created", "deadline",
+                 "down_since", "task_running")
+
+    def __init__(self, hid: int, topic: str, kind: HandleKind, backoff: Backoff, deadline: float) -> None:
+        self.id = hid
+        self.topic = topic
+        self.kind = kind
+        self.state = "connecting"   # connecting | connected | failed | closed
+        self.broker_id: str | None = None
+        self.backoff = backoff
+        self.created = False
+        self.deadline = deadline
+        self.down_since: float | None = None
+        self.task_running = False
+
+
+class PulsarClient(Actor):
+    def __init__(self, name: str, system: ActorSystem, *, network: Network, service_urls: list[str],
+                 events: ClusterEvents, settings: ClientSettings | None = None) -> None:
+        super().__init__(name, system)
+        if not service_urls:
+            raise ValueError(f"client {name}: service_urls is empty; give at least one broker address")
+        self.network = network
+        self.events = events
+        self.settings = settings or ClientSettings()
+        self.service_urls = list(service_urls)
+        self._url_index = self.rng.randrange(len(self.service_urls))
+        self.handles: dict[int, Handle] = {}
+        self._ids = itertools.count(1)
+        self._request_ids = itertools.count(1)
+        self._lookups: dict[str, asyncio.Future[str]] = {}
+        self.in_flight: dict[int, LookupRecord] = {}
+        self.records: list[LookupRecord] = []
+        self.stats = ClientStats()
+        self._rejections: dict[str, tuple[int, float]] = {}
+
+    async def on_start(self) -> None:
+        self.network.register_client(self.name, self)
+
+    # ------------------------------------------------------------------ messages
+
+    async def receive(self, msg: Any, reply: Reply) -> None:
+        kind = type(msg)
+        if kind is CreateHandles:
+            reply.ok(self.create_handles(msg.topics, msg.kind, msg.per_topic))
+        elif kind is CloseHandle:
+            h = self.handles.get(msg.handle_id)
+            if h is not None and h.state == "connected":
+                self._connection_lost(h, reason="closed by broker")
+        elif kind is ConnectionClosed:
+            self.close_connection(msg.broker_id, reason="connection dropped")
+        else:
+            raise TypeError(f"{self.name}: unexpected message {kind.__name__}")
+
+    def create_handles(self, topics: tuple[str, ...] | list[str], kind: HandleKind = HandleKind.PRODUCER,
+                       per_topic: int = 1) -> list[int]:
+        s = self.settings
+        mandatory_stop = max(100, int(s.send_timeout * 1000) - 100) if kind is HandleKind.PRODUCER else 0
+        ids = []
+        for topic in topics:
+            for _ in range(per_topic):
+                hid = next(self._ids)
+                backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000),
+                                  mandatory_stop, self.rng)
+                h = Handle(hid, topic, kind, backoff, self.now + s.operation_timeout)
+                self.handles[hid] = h
+                ids.append(hid)
+                self._schedule(h, 0.0)
+        return ids
+
+    async def close_handle(self, hid: int) -> None:
+        h = self.handles.get(hid)
+        if h is None:
+            return
+        broker_id, h.state = h.broker_id, "closed"
+        if broker_id is not None:
+            try:
+                await self.network.broker(broker_id).ask(
+                    Detach(h.topic, hid, self.name, h.kind), timeout=self.settings.operation_timeout)
+            except (ActorDead, AskTimeout):
+                pass
+
+    # ------------------------------------------------------------------ connection handling
+
+    def _schedule(self, h: Handle, delay: float) -> None:
+        if h.task_running or h.state in ("closed", "failed"):
+            return
+        h.task_running = True
+        self.start_soon(self._grab_cnx, h, delay)
+
+    def _connection_lost(self, h: Handle, reason: str) -> None:
+        """ConnectionHandler.connectionClosed: reconnect after backoff.next()."""
+        h.state = "connecting"
+        h.broker_id = None
+        h.down_since = self.now
+        self.stats.reconnects += 1
+        self.events.emit("handle_disconnected", client=self.name, topic=h.topic, handle=h.id,
+                         reason=reason)
+        self._schedule(h, h.backoff.next(self.system.clock.now_ms()) / 1000.0)
+
+    def close_connection(self, broker_id: str, reason: str) -> None:
+        """Every handle attached through this connection reconnects (ClientCnx closed)."""
+        self.stats.connection_closes += 1
+        self.network.disconnect(self.name, broker_id)
+        for h in list(self.handles.values()):
+            if h.state == "connected" and h.broker_id == broker_id:
+                self._connection_lost(h, reason)
+
+    async def _grab_cnx(self, h: Handle, delay: float) -> None:
+        try:
+            if delay > 0:
+                await anyio.sleep(delay)
+            while h.state == "connecting":
+                error = await self._try_connect(h)
+                if error is None:
+                    return
+                # connectionFailed: fail creation past the deadline, otherwise reconnectLater
+                if not h.created and self.now > h.deadline:
+                    h.state = "failed"
+                    self.stats.creation_failures += 1
+                    self.events.emit("handle_failed", client=self.name, topic=h.topic,
+                                     handle=h.id, reason=error)
+                    return
+                await anyio.sleep(h.backoff.next(self.system.clock.now_ms()) / 1000.0)
+        finally:
+            h.task_running = False
+
+    async def _try_connect(self, h: Handle) -> str | None:
+        """One grabCnx: lookup, then attach. None on success, else the failure reason."""
+        try:
+            broker_id = await self.get_broker(h.topic)
+        except LookupFailed as e:
+            return e.reason
+        try:
+            result = await self.network.broker(broker_id).ask(
+                Attach(h.topic, h.id, self.name, h.kind), timeout=self.settings.operation_timeout)
+        except ActorDead:
+            return "connection refused"
+        except AskTimeout:
+            return "attach timed out"
+        if h.state != "connecting":
+            return None
+        if not result.ok:
+            self.stats.attach_failures += 1
+            if result.error is ServerError.SERVICE_NOT_READY:
+                self.close_connection(broker_id, reason="ServiceNotReady")
+            return f"attach failed: {result.error.value if result.error else ''}"
+        self.stats.attaches += 1
+        self.network.connect(self.name, broker_id)
+        h.state = "connected"
+        h.broker_id = broker_id
+        h.created = True
+        h.backoff.reset()
+        if h.down_since is not None:
+            self.events.emit("handle_reconnected", client=self.name, topic=h.topic, handle=h.id,
+                             broker=broker_id, unavailable=self.now - h.down_since)
+            h.down_since = None
+        else:
+            self.events.emit("handle_connected", client=self.name, topic=h.topic, handle=h.id,
+                             broker=broker_id)
+        return None
+
+    # ------------------------------------------------------------------ lookups
+
+    def _next_service_url(self) -> str:
+        urls = self.service_urls
+        if len(urls) == 1:
+            return urls[0]
+        self._url_index = (self._url_index + 1) % len(urls)
+        return urls[self._url_index]
+
+    async def get_broker(self, topic: str) -> str:
+        """BinaryProtoLookupService.getBroker: the owner's broker id, lookups of a topic shared."""
+        shared = self._lookups.get(topic)
+        if shared is not None:
+            return await asyncio.shield(shared)
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._lookups[topic] = fut
+        try:
+            broker = await self._find_broker(topic)
+        except BaseException as e:
+            fut.set_exception(e if isinstance(e, LookupFailed) else LookupFailed("interrupted"))
+            fut.exception()
+            raise
+        else:
+            fut.set_result(broker)
+            return broker
+        finally:
+            del self._lookups[topic]
+
+    async def _find_broker(self, topic: str) -> str:
+        s = self.settings
+        stats = self.stats
+        stats.lookups += 1
+        rid = next(self._request_ids)
+        record = LookupRecord(topic=topic, start=self.now)
+        self.in_flight[rid] = record
+        address = self._next_service_url()
+        authoritative = False
+        redirects = 0
+        try:
+            while True:
+                if s.max_lookup_redirects > 0 and redirects > s.max_lookup_redirects:
+                    raise LookupFailed(f"Too many redirects: {redirects}")
+                try:
+                    broker = self.network.broker(address)
+                    resp = await broker.ask(LookupTopic(topic, authoritative, rid),
+                                            timeout=s.operation_timeout)
+                except ActorDead:
+                    raise LookupFailed("connection refused") from None
+                except AskTimeout:
+                    raise LookupFailed("lookup timed out") from None
+                record.hops.append((broker.name, authoritative, resp.response.value))
+                if resp.response is LookupType.CONNECT:
+                    record.outcome = f"Connect:{resp.broker_id}"
+                    stats.lookups_connected += 1
+                    return resp.broker_id
+                if resp.response is LookupType.REDIRECT:
+                    stats.lookup_redirects += 1
+                    redirects += 1
+                    address = resp.broker_id
+                    authoritative = resp.authoritative
+                    continue
+                self._on_server_error(broker.name, resp.error)
+                raise LookupFailed(f"{resp.error.value if resp.error else 'Failed'}: {resp.message}",
+                                   resp.error)
+        except LookupFailed as e:
+            stats.lookups_failed += 1
+            key = e.reason.split(":", 1)[0]
+            stats.failures_by_reason[key] = stats.failures_by_reason.get(key, 0) + 1
+            record.outcome = f"Failed:{e.reason}"
+            raise
+        finally:
+            record.end = self.now
+            del self.in_flight[rid]
+            if s.record_lookups:
+                self.records.append(record)
+
+    def _on_server_error(self, broker_id: str, error: ServerError | None) -> None:
+        if error is ServerError.SERVICE_NOT_READY:
+            self.close_connection(broker_id, reason="ServiceNotReady")
+        elif error is ServerError.TOO_MANY_REQUESTS:
+            count, since = self._rejections.get(broker_id, (0, self.now))
+            if self.now - since > self.settings.rejected_reset:
+                count, since = 0, self.now
+            count += 1
+            if count >= self.settings.max_rejected_per_connection:
+                self.close_connection(broker_id, reason="TooManyRequests")
+                count, since = 0, self.now
+            self._rejections[broker_id] = (count, since)
+
+    # ------------------------------------------------------------------ views
+
+    def connected_count(self) -> int:
+        return sum(1 for h in self.handles.values() if h.state == "connected")
+
+    def pending_count(self) -> int:
+        return sum(1 for h in self.handles.values() if h.state == "connecting")

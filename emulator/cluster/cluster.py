@@ -1,0 +1,234 @@
+"""Cluster: builds and runs one emulated Pulsar cluster inside the current (virtual or wall) event loop.
+
+It owns the actor system, the metadata store, the network, the brokers and the clients, and offers the
+operations scenarios and tests need (add/kill brokers, create namespaces, add clients, wait for a
+condition). Several clusters can live in one process: nothing here is global.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Callable, Iterable
+
+import anyio
+import msgspec
+
+from emulator.model.bundles import NamespaceBundles
+from emulator.model.config import ServiceConfig
+from emulator.model.policies import LocalPolicies
+from emulator.runtime import Actor, ActorSystem, Clock, Reply, VirtualClock
+
+from . import paths
+from .broker import Broker, LeaderBroker
+from .client import ClientSettings, PulsarClient
+from .events import ClusterEvents
+from .leader import LoadManagerLeader
+from .load_source import FlatLoad, LoadSource
+from .metadata_client import MetadataClient
+from .metadata_store import MetadataStore
+from .network import Network, broker_id_for, service_url_of
+
+STORE_NAME = "metadata-store"
+
+
+class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Emulator knobs that do not exist in a real cluster (kept apart from ServiceConfig)."""
+
+    report_interval: float = 5.0            # LoadManagerShared.LOAD_REPORT_UPDATE_MINIMUM_INTERVAL
+    metadata_op_latency: float = 0.0        # seconds per metadata-store operation
+    broker_start_timeout: float = 60.0      # emulated seconds a broker may take to start
+    placement: str | None = None            # overrides conf.load_balancer_load_placement_strategy
+
+
+class Cluster:
+    def __init__(self, system: ActorSystem, conf: ServiceConfig, *, load_source: LoadSource,
+                 settings: ClusterSettings, name: str = "cluster") -> None:
+        self.name = name
+        self.system = system
+        self.conf = conf
+        self.settings = settings
+        self.load_source = load_source
+        self.events = ClusterEvents(system.clock)
+        self.network = Network()
+        self.brokers: dict[str, Broker] = {}
+        self.clients: dict[str, PulsarClient] = {}
+        self.store = MetadataStore(
+            STORE_NAME, system,
+            session_timeout=conf.metadata_store_session_timeout_millis / 1000.0,
+            op_latency=settings.metadata_op_latency,
+        )
+        self._admin: MetadataClient | None = None
+        self._host_seq = 0
+        self._leader_factory = LoadManagerLeader.factory(settings.placement)
+        self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    @asynccontextmanager
+    async def start(
+        cls,
+        brokers: int | Iterable[str] = 3,
+        *,
+        conf: ServiceConfig | None = None,
+        seed: int = 0,
+        namespaces: dict[str, int] | None = None,
+        load_source: LoadSource | None = None,
+        settings: ClusterSettings | None = None,
+        clock: Clock | None = None,
+        name: str = "cluster",
+    ) -> AsyncIterator["Cluster"]:
+        """Start a cluster in the running loop; everything is torn down when the block exits."""
+        conf = conf or ServiceConfig()
+        clock = clock or VirtualClock()
+        async with ActorSystem(seed, clock, name=name) as system:
+            cluster = cls(system, conf, load_source=load_source or FlatLoad(),
+                          settings=settings or ClusterSettings(), name=name)
+            await cluster._boot(brokers, namespaces)
+            yield cluster
+
+    async def _boot(self, brokers: int | Iterable[str], namespaces: dict[str, int] | None) -> None:
+        self.system.spawn(self.store)
+        admin = _AdminActor("admin", self.system)
+        self.system.spawn(admin)
+        self._admin = MetadataClient(admin, STORE_NAME)
+        if namespaces is None:
+            namespaces = {"public/default": self.conf.default_number_of_namespace_bundles}
+        for ns, n in namespaces.items():
+            await self.create_namespace(ns, n)
+        hosts = [f"broker-{i + 1}" for i in range(brokers)] if isinstance(brokers, int) else list(brokers)
+        # start concurrently, as a real cluster's brokers do; the election decides the leader
+        async with anyio.create_task_group() as tg:
+            for host in hosts:
+                tg.start_soon(self.add_broker, host)
+
+    # ------------------------------------------------------------------ namespaces
+
+    async def create_namespace(self, namespace: str, bundles: int | None = None) -> NamespaceBundles:
+        """Write the namespace's local policies with `bundles` equal ranges (PulsarAdmin createNamespace)."""
+        n = bundles if bundles is not None else self.conf.default_number_of_namespace_bundles
+        if n < 1:
+            raise ValueError(f"namespace {namespace}: bundles = {n}; must be >= 1")
+        nb = NamespaceBundles.default(namespace, n)
+        assert self._admin is not None
+        await self._admin.set(paths.local_policies_path(namespace),
+                              msgspec.json.encode(LocalPolicies.from_namespace_bundles(nb)))
+        return nb
+
+    async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
+        assert self._admin is not None
+        node = await self._admin.get(paths.local_policies_path(namespace))
+        if node is None:
+            raise ValueError(f"namespace {namespace!r} does not exist")
+        return msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(namespace)
+
+    # ------------------------------------------------------------------ brokers
+
+    def _next_host(self) -> str:
+        while True:
+            self._host_seq += 1
+            host = f"broker-{self._host_seq}"
+            if broker_id_for(host) not in self.brokers:
+                return host
+
+    async def add_broker(self, host: str | None = None) -> Broker:
+        host = host or self._next_host()
+        broker_id = broker_id_for(host)
+        if broker_id in self.brokers and self.brokers[broker_id].alive:
+            raise ValueError(f"broker {broker_id} is already running")
+        broker = Broker(
+            broker_id, self.system, conf=self.conf, network=self.network,
+            load_source=self.load_source, events=self.events,
+            leader_factory=self._leader_factory, store_name=STORE_NAME,
+            report_interval=self.settings.report_interval,
+        )
+        self.brokers[broker_id] = broker
+        self.system.spawn(broker)
+        with anyio.fail_after(self.settings.broker_start_timeout):
+            await broker.started.wait()
+        return broker
+
+    def kill_broker(self, broker_id: str) -> None:
+        """Crash: the process is gone, its metadata session expires after the session timeout."""
+        broker = self._live_broker(broker_id)
+        broker.crash()
+
+    def _live_broker(self, broker_id: str) -> Broker:
+        broker = self.brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            known = ", ".join(self.live_brokers()) or "none"
+            raise ValueError(f"no live broker {broker_id!r} (live: {known})")
+        return broker
+
+    def live_brokers(self) -> list[str]:
+        return sorted(b for b, a in self.brokers.items() if a.alive)
+
+    def leader(self) -> str | None:
+        """The broker holding /loadbalance/leader (read from the store's tree, no message)."""
+        data = self.store.peek(paths.LEADER)
+        if data is None:
+            return None
+        return msgspec.json.decode(data, type=LeaderBroker).broker_id
+
+    def ownership(self) -> dict[str, str]:
+        """bundle -> broker id, from the ownership nodes in the store."""
+        out = {}
+        for path, data in self.store.peek_prefix(paths.NAMESPACE + "/"):
+            if path.count("/") >= 4:
+                out[path[len(paths.NAMESPACE) + 1:]] = msgspec.json.decode(data)["httpUrl"].split("://")[-1]
+        return out
+
+    # ------------------------------------------------------------------ clients
+
+    def add_client(self, name: str | None = None, *, settings: ClientSettings | None = None,
+                   service_urls: list[str] | None = None) -> PulsarClient:
+        name = name or f"client-{len(self.clients) + 1}"
+        if name in self.clients:
+            raise ValueError(f"client {name!r} already exists")
+        urls = service_urls or [service_url_of(b) for b in self.live_brokers()]
+        client = PulsarClient(name, self.system, network=self.network, service_urls=urls,
+                              events=self.events, settings=settings)
+        self.clients[name] = client
+        self.system.spawn(client)
+        self.network.register_client(name, client)
+        return client
+
+    # ------------------------------------------------------------------ waiting
+
+    async def wait_until(self, predicate: Callable[[], bool], *, timeout: float = 300.0,
+                         poll: float = 0.1, what: str = "condition") -> float:
+        """Poll `predicate` on the cluster clock; returns the emulated time it became true."""
+        deadline = self.system.clock.now() + timeout
+        while not predicate():
+            if self.system.clock.now() >= deadline:
+                raise TimeoutError(f"{what} not reached within {timeout} emulated seconds")
+            await anyio.sleep(poll)
+        return self.system.clock.now()
+
+    async def wait_for_leader(self, timeout: float = 120.0) -> str:
+        await self.wait_until(lambda: self.leader() is not None and any(
+            b.is_leader and b.leader_actor is not None for b in self.brokers.values() if b.alive),
+            timeout=timeout, what="a leader")
+        leader = self.leader()
+        assert leader is not None
+        return leader
+
+    # ------------------------------------------------------------------ summaries
+
+    def lookup_counts(self) -> dict[str, int]:
+        totals = {"lookups": 0, "answers": 0, "redirects": 0, "failures": 0, "too_many": 0}
+        for b in self.brokers.values():
+            s = b.stats
+            totals["lookups"] += s.lookups
+            totals["answers"] += s.answers
+            totals["redirects"] += s.redirects
+            totals["failures"] += s.failures
+            totals["too_many"] += s.too_many
+        return totals
+
+
+class _AdminActor(Actor):
+    """The operator's admin client: owns a metadata client for namespace set-up and reads."""
+
+    async def receive(self, msg: object, reply: Reply) -> None:  # notifications are not used
+        reply.ok(None)

@@ -1,0 +1,42 @@
+"""The cluster's outward voice: actors emit events and decisions; observers subscribe.
+
+`cluster/` imports no observer (metrics, recorder, invariant checks, logs). Instead every actor holds the
+cluster's `ClusterEvents` and calls `emit(kind, **fields)`; listeners are plain callables registered by
+whoever wants to watch. Each event is stamped with emulated time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+from emulator.runtime import Clock
+
+Listener = Callable[["Event"], None]
+
+
+class Event(dict):
+    """One emitted event: `kind`, `t` (emulated seconds) and the fields given by the emitter."""
+
+    @property
+    def kind(self) -> str:
+        return self["kind"]
+
+
+class ClusterEvents:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.listeners: list[Listener] = []
+        self.counts: Counter[str] = Counter()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.counts[kind] += 1
+        if not self.listeners:
+            return
+        event = Event(kind=kind, t=self._clock.now(), **fields)
+        for listener in tuple(self.listeners):
+            listener(event)

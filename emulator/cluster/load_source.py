@@ -1,0 +1,107 @@
+"""Where a broker's numbers come from: per-bundle traffic and system resource usage.
+
+The broker asks a `LoadSource` for the stats of the bundles it owns and for its CPU, memory and bandwidth
+usage; the workload layer supplies a rich implementation (traffic patterns, resource model). `FlatLoad`
+is the small built-in one: every topic with a connected producer carries the same rates, and usage grows
+linearly with the traffic, which is enough to exercise reporting and placement.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Protocol
+
+import msgspec
+
+from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
+
+
+class TopicLoad(msgspec.Struct):
+    """What a bundle owner knows of one loaded topic."""
+
+    producers: int = 0
+    consumers: int = 0
+
+
+class SystemUsage(msgspec.Struct):
+    cpu: ResourceUsage
+    memory: ResourceUsage
+    direct_memory: ResourceUsage
+    bandwidth_in: ResourceUsage
+    bandwidth_out: ResourceUsage
+
+
+class LoadSource(Protocol):
+    def bundle_stats(
+        self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
+    ) -> dict[str, NamespaceBundleStats]: ...
+
+    def system_usage(
+        self, broker_id: str, now: float, stats: Mapping[str, NamespaceBundleStats]
+    ) -> SystemUsage: ...
+
+
+class FlatLoad:
+    """Every producing topic publishes `rate` msg/s of `msg_size` bytes; each consumer reads all of it.
+
+    Usage: CPU in percent-cores = base + per-message cost; bandwidth in kbit/s against a NIC limit;
+    heap and direct memory constant. Units as Pulsar's LinuxBrokerHostUsageImpl reports them.
+    """
+
+    def __init__(
+        self,
+        rate: float = 10.0,
+        msg_size: int = 1024,
+        *,
+        cores: int = 4,
+        nic_gbps: float = 10.0,
+        base_cpu_percent: float = 5.0,
+        cpu_percent_per_kmsg: float = 2.0,
+        topic_rates: Mapping[str, float] | None = None,
+    ) -> None:
+        self.rate = rate
+        self.msg_size = msg_size
+        self.cores = cores
+        self.nic_kbps = nic_gbps * 1024 * 1024
+        self.base_cpu_percent = base_cpu_percent
+        self.cpu_percent_per_kmsg = cpu_percent_per_kmsg
+        self.topic_rates = dict(topic_rates or {})
+
+    def bundle_stats(
+        self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
+    ) -> dict[str, NamespaceBundleStats]:
+        out: dict[str, NamespaceBundleStats] = {}
+        for bundle, topics in bundles.items():
+            rate_in = rate_out = 0.0
+            producers = consumers = 0
+            for topic, load in topics.items():
+                producers += load.producers
+                consumers += load.consumers
+                if load.producers:
+                    r = self.topic_rates.get(topic, self.rate)
+                    rate_in += r
+                    rate_out += r * load.consumers
+            out[bundle] = NamespaceBundleStats(
+                msg_rate_in=rate_in,
+                msg_rate_out=rate_out,
+                msg_throughput_in=rate_in * self.msg_size,
+                msg_throughput_out=rate_out * self.msg_size,
+                consumer_count=consumers,
+                producer_count=producers,
+                topics=len(topics),
+            )
+        return out
+
+    def system_usage(
+        self, broker_id: str, now: float, stats: Mapping[str, NamespaceBundleStats]
+    ) -> SystemUsage:
+        msgs = sum(s.msg_rate_in + s.msg_rate_out for s in stats.values())
+        thr_in = sum(s.msg_throughput_in for s in stats.values())
+        thr_out = sum(s.msg_throughput_out for s in stats.values())
+        cpu = self.base_cpu_percent + self.cpu_percent_per_kmsg * msgs / 1000.0
+        return SystemUsage(
+            cpu=ResourceUsage(usage=cpu, limit=100.0 * self.cores),
+            memory=ResourceUsage(usage=1024.0, limit=4096.0),
+            direct_memory=ResourceUsage(usage=256.0, limit=4096.0),
+            bandwidth_in=ResourceUsage(usage=thr_in * 8 / 1024, limit=self.nic_kbps),
+            bandwidth_out=ResourceUsage(usage=thr_out * 8 / 1024, limit=self.nic_kbps),
+        )

@@ -1,0 +1,122 @@
+"""Messages exchanged by brokers, bundle owners, the leader and clients.
+
+Names follow Pulsar's binary protocol (PulsarApi.proto) where there is one: CommandLookupTopic,
+CommandLookupTopicResponse with LookupType {Redirect, Connect, Failed} and ServerError codes.
+Metadata-store messages live in `metadata_messages.py`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import msgspec
+
+
+class LookupType(str, Enum):
+    REDIRECT = "Redirect"
+    CONNECT = "Connect"
+    FAILED = "Failed"
+
+
+class ServerError(str, Enum):
+    """The ServerError codes a lookup or attach can fail with (PulsarApi.proto)."""
+
+    SERVICE_NOT_READY = "ServiceNotReady"
+    METADATA_ERROR = "MetadataError"
+    TOO_MANY_REQUESTS = "TooManyRequests"
+    TOPIC_NOT_FOUND = "TopicNotFound"
+
+
+# --------------------------------------------------------------------------- lookups
+
+
+class LookupTopic(msgspec.Struct, frozen=True):
+    """CommandLookupTopic: the first lookup is non-authoritative; redirects carry the flag back."""
+
+    topic: str
+    authoritative: bool = False
+    request_id: int = 0
+
+
+class LookupTopicResponse(msgspec.Struct, frozen=True):
+    """CommandLookupTopicResponse. `broker_id` is the emulator's handle on `broker_service_url`."""
+
+    response: LookupType
+    broker_service_url: str = ""
+    broker_id: str = ""
+    authoritative: bool = False
+    error: ServerError | None = None
+    message: str = ""
+
+
+# --------------------------------------------------------------------------- producers / consumers
+
+
+class HandleKind(str, Enum):
+    PRODUCER = "producer"
+    CONSUMER = "consumer"
+
+
+class Attach(msgspec.Struct, frozen=True):
+    """CommandProducer / CommandSubscribe sent to the broker the lookup answered with."""
+
+    topic: str
+    handle_id: int
+    client: str
+    kind: HandleKind
+
+
+class AttachResult(msgspec.Struct, frozen=True):
+    ok: bool
+    error: ServerError | None = None
+    message: str = ""
+
+
+class Detach(msgspec.Struct, frozen=True):
+    """CommandCloseProducer / CommandCloseConsumer sent by the client (it is going away)."""
+
+    topic: str
+    handle_id: int
+    client: str
+    kind: HandleKind
+
+
+class CloseHandle(msgspec.Struct, frozen=True):
+    """Broker-initiated CommandCloseProducer / CommandCloseConsumer (bundle unload): reconnect after backoff."""
+
+    topic: str
+    handle_id: int
+    kind: HandleKind
+
+
+class ConnectionClosed(msgspec.Struct, frozen=True):
+    """The TCP connection to a broker dropped (crash, or the client closed it after ServiceNotReady)."""
+
+    broker_id: str
+
+
+# --------------------------------------------------------------------------- client control
+
+
+class CreateHandles(msgspec.Struct, frozen=True):
+    """Ask a client to create producers/consumers on topics (each retries until created or timed out)."""
+
+    topics: tuple[str, ...]
+    kind: HandleKind = HandleKind.PRODUCER
+    per_topic: int = 1
+
+
+# --------------------------------------------------------------------------- leader
+
+
+class SelectBrokerForAssignment(msgspec.Struct, frozen=True):
+    """Broker -> its LoadManagerLeader: ModularLoadManagerImpl.selectBrokerForAssignment."""
+
+    bundle: str
+    non_persistent: bool = False
+
+
+class Tick(msgspec.Struct, frozen=True):
+    """A periodic task's wake-up delivered through the mailbox, so it is serialised with messages."""
+
+    name: str

@@ -1,0 +1,32 @@
+"""Metadata-store node layout of the Modular Load Manager (pulsar-protocol.md §7)."""
+
+LEADER = "/loadbalance/leader"
+BROKERS = "/loadbalance/brokers"
+BUNDLE_DATA = "/loadbalance/bundle-data"
+BROKER_TIME_AVERAGE = "/loadbalance/broker-time-average"
+NAMESPACE = "/namespace"
+LOCAL_POLICIES = "/admin/local-policies"
+
+
+def broker_path(broker_id: str) -> str:
+    return f"{BROKERS}/{broker_id}"
+
+
+def ownership_path(bundle: str) -> str:
+    return f"{NAMESPACE}/{bundle}"
+
+
+def bundle_data_path(bundle: str) -> str:
+    return f"{BUNDLE_DATA}/{bundle}"
+
+
+def time_average_path(broker_id: str) -> str:
+    return f"{BROKER_TIME_AVERAGE}/{broker_id}"
+
+
+def local_policies_path(namespace: str) -> str:
+    return f"{LOCAL_POLICIES}/{namespace}"
+
+
+def namespace_of_policies_path(path: str) -> str:
+    return path[len(LOCAL_POLICIES) + 1 :]
