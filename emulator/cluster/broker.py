@@ -155,6 +155,8 @@ class Broker(Actor):
         # what this broker knows of the cluster
         self.available_brokers: frozenset[str] = frozenset()
         self._ns_bundles: dict[str, NamespaceBundles] = {}
+        self._ns_loading: dict[str, asyncio.Future[NamespaceBundles]] = {}
+        self._ns_invalidated: set[str] = set()   # changed while a read was in flight: don't cache it
         self.owned: dict[str, OwnedBundle] = {}
         self._finding: dict[tuple[str, bool], asyncio.Future[_Result]] = {}
         # load reporting
@@ -276,10 +278,31 @@ class Broker(Actor):
         return await self._find_broker_service_url(bundle, msg.authoritative, non_persistent)
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
-        """NamespaceBundleFactory: cached ranges, read from /admin/local-policies, refreshed by watch."""
+        """NamespaceBundleFactory: cached ranges, read from /admin/local-policies, refreshed by watch.
+
+        Concurrent misses share one read (the factory's async loading cache)."""
         cached = self._ns_bundles.get(namespace)
         if cached is not None:
             return cached
+        loading = self._ns_loading.get(namespace)
+        if loading is not None:
+            return await asyncio.shield(loading)
+        fut: asyncio.Future[NamespaceBundles] = asyncio.get_running_loop().create_future()
+        self._ns_loading[namespace] = fut
+        try:
+            bundles = await self._load_namespace_bundles(namespace)
+        except BaseException as e:
+            fut.set_exception(e if isinstance(e, LookupFailure) else LookupFailure(
+                ServerError.METADATA_ERROR, f"loading bundles of {namespace} interrupted"))
+            fut.exception()
+            raise
+        else:
+            fut.set_result(bundles)
+            return bundles
+        finally:
+            del self._ns_loading[namespace]
+
+    async def _load_namespace_bundles(self, namespace: str) -> NamespaceBundles:
         try:
             node = await self.md.get(paths.local_policies_path(namespace))
         except MetadataStoreError as e:
@@ -287,7 +310,9 @@ class Broker(Actor):
         if node is None:
             raise LookupFailure(ServerError.TOPIC_NOT_FOUND, f"Namespace {namespace} does not exist")
         bundles = msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(namespace)
-        self._ns_bundles[namespace] = bundles
+        if namespace not in self._ns_invalidated:
+            self._ns_bundles[namespace] = bundles
+        self._ns_invalidated.discard(namespace)
         return bundles
 
     async def _find_broker_service_url(
@@ -503,6 +528,8 @@ class Broker(Actor):
                 self.start_soon(self._refresh_available_brokers)
         elif path.startswith(paths.LOCAL_POLICIES + "/"):
             namespace = paths.namespace_of_policies_path(path)
+            if namespace in self._ns_loading:
+                self._ns_invalidated.add(namespace)
             if self._ns_bundles.pop(namespace, None) is not None:
                 self.log.debug("Policy updated for namespace, refreshing the bundle cache",
                                namespace=namespace)

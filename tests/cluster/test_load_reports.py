@@ -1,0 +1,109 @@
+"""Integration: load reports (10 % / 15 min rule), the leader's view, placement spread, rebuild from the store."""
+
+from __future__ import annotations
+
+import collections
+
+import anyio
+import msgspec
+import pytest
+
+from emulator.cluster import paths
+from emulator.cluster.load_source import FlatLoad
+from emulator.model.loaddata import BundleData, LocalBrokerData
+from emulator.testing import emulated_cluster
+
+NS = "public/default"
+
+
+def topics(n: int, prefix: str = "t") -> list[str]:
+    return [f"persistent://{NS}/{prefix}-{i}" for i in range(n)]
+
+
+@pytest.mark.anyio
+async def test_reports_are_written_on_change_and_at_least_every_15_minutes():
+    async with emulated_cluster(3, seed=31, namespaces={NS: 6}) as cluster:
+        reports = collections.defaultdict(list)
+        cluster.events.subscribe(
+            lambda e: reports[e["broker"]].append(e["t"]) if e.kind == "load_report" else None)
+        client = cluster.add_client()
+        client.create_handles(topics(60))
+        await cluster.wait_until(lambda: client.connected_count() == 60)
+        t0 = cluster.system.clock.now()
+        # gaining the first bundles is an infinite change: every owner reports at its next 5 s tick
+        await anyio.sleep(5.01)
+        owners = set(cluster.ownership().values())
+        assert owners and all(reports[b] and reports[b][-1] > t0 - 5 for b in owners)
+        # steady traffic: nothing changes by more than 10 %, so the next write is the 15-minute one
+        last = {b: reports[b][-1] for b in owners}
+        await anyio.sleep(14 * 60)
+        assert all(reports[b][-1] == last[b] for b in owners)
+        await anyio.sleep(70)   # the write comes at the first 5 s tick strictly past 15 min
+        for b in owners:
+            assert 15 * 60 < reports[b][-1] - last[b] <= 15 * 60 + 5.01
+        # the node holds Pulsar's LocalBrokerData JSON
+        raw = cluster.store.peek(paths.broker_path(sorted(owners)[0]))
+        doc = msgspec.json.decode(raw)
+        assert {"webServiceUrl", "pulsarServiceUrl", "cpu", "bandwidthIn", "msgRateIn", "lastStats",
+                "numBundles", "lastUpdate"} <= set(doc)
+        report = msgspec.json.decode(raw, type=LocalBrokerData)
+        assert report.num_bundles == len(report.last_stats) > 0
+
+
+@pytest.mark.anyio
+async def test_leader_samples_bundle_data_once_per_report_notification():
+    async with emulated_cluster(2, seed=32, namespaces={NS: 2},
+                                load_source=FlatLoad(rate=100.0)) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(20))
+        await cluster.wait_until(lambda: client.connected_count() == 20)
+        await anyio.sleep(30)
+        leader = cluster.brokers[cluster.leader()].leader_actor
+        lm = leader.lm
+        for bundle in cluster.ownership():
+            data = lm.load_data.bundle_data[bundle]
+            # the 50 msg/s defaults were overwritten by the first real sample
+            assert data.short_term_data.num_samples >= 1
+            assert data.short_term_data.msg_rate_in == pytest.approx(
+                100.0 * len([t for t in topics(20) if cluster_bundle(cluster, t) == bundle]))
+        assert leader.updates >= 3
+
+
+def cluster_bundle(cluster, topic: str) -> str:
+    broker = next(iter(cluster.brokers.values()))
+    return broker._ns_bundles[NS].find_bundle(topic)
+
+
+@pytest.mark.anyio
+async def test_preallocation_spreads_a_burst_of_new_bundles_over_the_brokers():
+    async with emulated_cluster(4, seed=33, namespaces={NS: 16}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(400))
+        await cluster.wait_until(lambda: client.connected_count() == 400)
+        per_broker = collections.Counter(cluster.ownership().values())
+        assert sum(per_broker.values()) == 16
+        assert set(per_broker) == set(cluster.live_brokers())
+        assert max(per_broker.values()) - min(per_broker.values()) <= 2
+
+
+@pytest.mark.anyio
+async def test_a_new_leader_rebuilds_its_view_from_the_store():
+    async with emulated_cluster(3, seed=34, namespaces={NS: 8}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(80))
+        await cluster.wait_until(lambda: client.connected_count() == 80)
+        old = cluster.leader()
+        # the leader writes bundle data every 15 minutes
+        await anyio.sleep(15 * 60 + 1)
+        written = [p for p, _ in cluster.store.peek_prefix(paths.BUNDLE_DATA + "/")
+                   if p.count("/") == 5]
+        assert len(written) == 8
+        before = msgspec.json.decode(cluster.store.peek(written[0]), type=BundleData)
+        assert before.long_term_data.num_samples > 1
+
+        cluster.kill_broker(old)
+        new = await cluster.wait_for_leader(timeout=60)
+        assert new != old
+        lm = cluster.brokers[new].leader_actor.lm
+        assert set(lm.persisted_bundle_data) == {p[len(paths.BUNDLE_DATA) + 1:] for p in written}
+        assert set(lm.load_data.broker_data) == set(cluster.live_brokers())
