@@ -36,6 +36,7 @@ PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
 
 BUILTINS: Mapping[str, str] = MappingProxyType(
     {
+        "AvgShedder": "shedders.avg_shedder:AvgShedder",
         "LeastLongTermMessageRate": "strategies.least_long_term_message_rate:LeastLongTermMessageRate",
         "LeastResourceUsageWithWeight": "strategies.least_resource_usage_with_weight:LeastResourceUsageWithWeight",
         "RoundRobinBrokerSelector": "strategies.round_robin:RoundRobinBrokerSelector",

@@ -1,0 +1,230 @@
+"""The load-shedding contract (Pulsar's LoadSheddingStrategy) and the helpers the built-ins share.
+
+A shedder is a pure decision: it reads the leader's `LoadData` and the `ServiceConfig`, keeps only its
+own small state (ThresholdShedder's EMA, AvgShedder's hit counters and plan), and returns the
+(broker, bundle) pairs to unload, in order. The leader applies them. After every call
+`last_explanation` holds the numbers behind the decision as plain JSON-able data (dicts, lists,
+floats, str), which the leader writes to its decision log.
+
+Java arithmetic is kept where it decides something: `(int)` casts truncate toward zero and saturate
+(`java_int`), `MutableInt.add` wraps at 32 bits (`java_int_add`), and bundles are ordered with
+`Double.compare` in a stable sort (`sorted_by_traffic_desc`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from emulator.model.config import ServiceConfig
+    from emulator.model.loaddata import BundleData, LoadData, LocalBrokerData
+
+__all__ = [
+    "ADDITIONAL_THRESHOLD_PERCENT_MARGIN",
+    "BaseShedder",
+    "INTEGER_MAX_VALUE",
+    "INTEGER_MIN_VALUE",
+    "LoadSheddingStrategy",
+    "MIB",
+    "Metric",
+    "broker_msg_rate",
+    "broker_throughput",
+    "candidates_explained",
+    "java_double_key",
+    "java_int",
+    "java_int_add",
+    "java_list_sort",
+    "select_until_offloaded",
+    "shedding_candidates",
+    "sorted_by_traffic_desc",
+]
+
+MIB = 1048576.0  # Pulsar's "MB" in the shedders: 1024 * 1024 bytes
+ADDITIONAL_THRESHOLD_PERCENT_MARGIN = 0.05  # Overload/Threshold shed 5 points more than the excess
+INTEGER_MAX_VALUE = 2**31 - 1
+INTEGER_MIN_VALUE = -(2**31)
+
+Metric = Literal["throughput", "msg_rate"]
+"""Which short-term traffic a shedder ranks bundles by: bytes/s (in+out) or msg/s (in+out)."""
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class LoadSheddingStrategy(Protocol):
+    """What the leader calls every `loadBalancerSheddingIntervalMinutes`."""
+
+    last_explanation: dict[str, Any] | None
+
+    def find_bundles_for_unloading(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> list[tuple[str, str]]: ...
+
+    def on_active_brokers_change(self, active_brokers: set[str]) -> None: ...
+
+    def on_unload_attempt_completed(self, planned: list[tuple[str, str]]) -> None: ...
+
+
+class BaseShedder:
+    """Convenience base: stores the rng, keeps `last_explanation`, no-op hooks (Java's defaults)."""
+
+    last_explanation: dict[str, Any] | None
+
+    def __init__(self, rng: random.Random) -> None:
+        if not isinstance(rng, random.Random):
+            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
+        self.rng = rng
+        self.last_explanation = None
+
+    def find_bundles_for_unloading(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
+        return None
+
+    def on_unload_attempt_completed(self, planned: list[tuple[str, str]]) -> None:
+        return None
+
+
+# --- Java arithmetic ---------------------------------------------------------------------------------
+
+
+def java_int(x: float) -> int:
+    """Java's `(int)` cast of a double: toward zero, NaN → 0, saturating at Integer.MIN/MAX_VALUE."""
+    if x != x:
+        return 0
+    if x >= INTEGER_MAX_VALUE:
+        return INTEGER_MAX_VALUE
+    if x <= INTEGER_MIN_VALUE:
+        return INTEGER_MIN_VALUE
+    return int(x)
+
+
+def java_int_add(a: int, b: int) -> int:
+    """`int += int` in Java: wraps around at 32 bits."""
+    return (a + b + 2**31) % 2**32 - 2**31
+
+
+def java_double_key(x: float) -> tuple[int, float, float]:
+    """A sort key ordering doubles as `Double.compare`: −0.0 < 0.0 and NaN above +∞."""
+    if x != x:
+        return (1, 0.0, 0.0)
+    return (0, x, math.copysign(1.0, x))
+
+
+def java_list_sort(items: Sequence[T], compare: Callable[[T, T], int]) -> list[T]:
+    """`List.sort(comparator)` as Java's TimSort does it, for comparators that may be inconsistent.
+
+    With a consistent comparator any stable sort gives the same answer; with an inconsistent one
+    (AvgShedder's old `(int)(s1 - s2)`) the answer depends on the algorithm. Below 32 elements Java
+    sorts with `countRunAndMakeAscending` + `binarySort`, ported here exactly. From 32 elements up
+    Java merges runs with galloping, which we do not port: Python's own TimSort is used instead, so
+    ties between scores less than one point apart may come out in another order there.
+    """
+    a = list(items)
+    n = len(a)
+    if n < 2:
+        return a
+    if n >= 32:
+        return sorted(a, key=functools.cmp_to_key(compare))
+    # countRunAndMakeAscending
+    run_hi = 1
+    if compare(a[run_hi], a[0]) < 0:
+        run_hi += 1
+        while run_hi < n and compare(a[run_hi], a[run_hi - 1]) < 0:
+            run_hi += 1
+        a[0:run_hi] = a[0:run_hi][::-1]
+    else:
+        run_hi += 1
+        while run_hi < n and compare(a[run_hi], a[run_hi - 1]) >= 0:
+            run_hi += 1
+    # binarySort from the end of the run
+    for start in range(run_hi, n):
+        pivot = a[start]
+        left, right = 0, start
+        while left < right:
+            mid = (left + right) >> 1
+            if compare(pivot, a[mid]) < 0:
+                right = mid
+            else:
+                left = mid + 1
+        a[left + 1 : start + 1] = a[left:start]
+        a[left] = pivot
+    return a
+
+
+# --- Broker and bundle traffic -----------------------------------------------------------------------
+
+
+def broker_throughput(local: LocalBrokerData) -> float:
+    """Bytes/s in+out of the broker's last report (a sum of bundle stats, not time-averaged)."""
+    return local.msg_throughput_in + local.msg_throughput_out
+
+
+def broker_msg_rate(local: LocalBrokerData) -> float:
+    """Msg/s in+out of the broker's last report."""
+    return local.msg_rate_in + local.msg_rate_out
+
+
+def _short_term_traffic(data: BundleData, metric: Metric) -> float:
+    short = data.short_term_data
+    if metric == "throughput":
+        return short.msg_throughput_in + short.msg_throughput_out
+    return short.msg_rate_in + short.msg_rate_out
+
+
+def sorted_by_traffic_desc(pairs: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Java's `sorted((e1, e2) -> Double.compare(e2, e1))`: descending and stable for ties."""
+    return sorted(pairs, key=lambda p: java_double_key(p[1]), reverse=True)
+
+
+def shedding_candidates(
+    shedding_view: Mapping[str, BundleData],
+    local: LocalBrokerData,
+    recently_unloaded: Mapping[str, int],
+    metric: Metric,
+) -> list[tuple[str, float]]:
+    """The broker's bundles that may move, biggest short-term traffic first.
+
+    `shedding_view` is `load_data.bundle_data_for_load_shedding()` (system namespaces removed),
+    computed once per decision; its order (the leader's map order) breaks ties, as the Java
+    stream's encounter order does.
+    """
+    owned = local.bundles
+    pairs = [
+        (bundle, _short_term_traffic(data, metric))
+        for bundle, data in shedding_view.items()
+        if bundle in owned and bundle not in recently_unloaded
+    ]
+    return sorted_by_traffic_desc(pairs)
+
+
+def select_until_offloaded(
+    candidates: Sequence[tuple[str, float]], minimum_to_offload: float
+) -> list[str]:
+    """Overload/ThresholdShedder: take bundles, biggest first, while the marked traffic is still below
+    the minimum to offload, and always at least one (`atLeastOneBundleSelected`).
+
+    The whole list is walked, as Java's `forEach`, so the condition is re-checked for every bundle.
+    """
+    selected: list[str] = []
+    marked = 0.0
+    for bundle, throughput in candidates:
+        if marked < minimum_to_offload or not selected:
+            selected.append(bundle)
+            marked += throughput
+    return selected
+
+
+def candidates_explained(
+    candidates: Sequence[tuple[str, float]], selected: Iterable[str], metric: Metric
+) -> list[dict[str, Any]]:
+    """The bundles a shedder looked at, for the decision log."""
+    chosen = set(selected)
+    return [{"bundle": b, metric: v, "selected": b in chosen} for b, v in candidates]
