@@ -31,7 +31,7 @@ import anyio
 import msgspec
 
 import strategies
-from emulator.model.bundles import NamespaceBundles, topic_namespace
+from emulator.model.bundles import NamespaceBundles, parse_bundle, split_boundaries, topic_hash, topic_namespace
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
     LocalBrokerData,
@@ -40,23 +40,27 @@ from emulator.model.loaddata import (
     need_broker_data_update,
 )
 from emulator.model.policies import LocalPolicies
-from emulator.runtime import Actor, ActorSystem, Reply
+from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from . import paths
 from .bundle_owner import BundleOwner, Routed
 from .events import ClusterEvents
 from .load_source import LoadSource
 from .messages import (
+    AdminResult,
     Attach,
     AttachResult,
+    CloseTopics,
     Detach,
+    SplitBundle,
+    UnloadBundle,
     LookupTopic,
     LookupTopicResponse,
     LookupType,
     SelectBrokerForAssignment,
     ServerError,
 )
-from .metadata_client import LockBusy, MetadataClient, MetadataStoreError
+from .metadata_client import BadVersion, LockBusy, MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .network import Network, host_of, service_url_of, web_url_of
 
@@ -88,6 +92,10 @@ class LookupFailure(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
+
+
+class AdminError(Exception):
+    """An admin operation refused by the broker (IllegalStateException / NotFound in Pulsar)."""
 
 
 class _Result(msgspec.Struct, frozen=True):
@@ -131,6 +139,8 @@ class Broker(Actor):
         leader_factory: Callable[["Broker"], Actor],
         store_name: str = "metadata-store",
         report_interval: float = 5.0,
+        close_time: float = 0.0,
+        close_time_per_topic: float = 0.0,
     ) -> None:
         super().__init__(broker_id, system)
         self.broker_id = broker_id
@@ -140,6 +150,9 @@ class Broker(Actor):
         self.events = events
         self._leader_factory = leader_factory
         self.report_interval = report_interval
+        self.close_time = close_time
+        self.close_time_per_topic = close_time_per_topic
+        self.closing = False
         self.md = MetadataClient(self, store_name)
         self.service_url = service_url_of(broker_id)
         self.web_url = web_url_of(broker_id)
@@ -221,8 +234,22 @@ class Broker(Actor):
         elif kind is Notification:
             self._on_notification(msg)
             reply.ok(None)
+        elif kind is UnloadBundle:
+            self.start_soon(self._admin, self.unload_bundle(msg.bundle), reply)
+        elif kind is SplitBundle:
+            self.start_soon(self._admin, self.split_and_own_bundle(
+                msg.bundle, unload=msg.unload, algorithm=msg.algorithm, boundaries=msg.boundaries),
+                reply)
         else:
             raise TypeError(f"broker {self.broker_id}: unexpected message {kind.__name__}")
+
+    async def _admin(self, op: Any, reply: Reply) -> None:
+        try:
+            detail = await op
+        except AdminError as e:
+            reply.ok(AdminResult(False, str(e)))
+        else:
+            reply.ok(AdminResult(True, detail=detail or {}))
 
     # ================================================================== lookups
 
@@ -433,8 +460,12 @@ class Broker(Actor):
 
     # ================================================================== ownership
 
-    async def try_acquiring_ownership(self, bundle: str) -> None:
-        """OwnershipCache.tryAcquiringOwnership: create the ephemeral lock, then start the bundle's owner."""
+    async def try_acquiring_ownership(self, bundle: str, *, validate: bool = True) -> None:
+        """OwnershipCache.tryAcquiringOwnership: create the ephemeral lock, then start the bundle's owner.
+
+        With `validate`, the bundle is checked against the namespace's current ranges once the lock is
+        held, and released again if a split removed it meanwhile (a lookup that raced a split must not
+        resurrect the parent; emulator choice, Pulsar relies on its refreshed bundle factory)."""
         owned = self.owned.get(bundle)
         if owned is not None:
             await asyncio.shield(owned.acquired)
@@ -457,8 +488,16 @@ class Broker(Actor):
                     f"Failed to acquire ownership for namespace bundle {bundle}: {e}",
                 ) from None
             raise
+        if validate and not await self._still_a_bundle(bundle):
+            await self.md.release_lock(paths.ownership_path(bundle))
+            del self.owned[bundle]
+            fut.set_result(False)
+            raise LookupFailure(ServerError.METADATA_ERROR,
+                                f"Namespace bundle {bundle} no longer exists (split); redo the lookup")
         owner = BundleOwner(f"{self.broker_id}/{bundle}", self.system, bundle=bundle,
-                            broker_id=self.broker_id)
+                            broker_id=self.broker_id, network=self.network,
+                            close_time=self.close_time,
+                            close_time_per_topic=self.close_time_per_topic)
         self.system.spawn(owner, parent=self)
         owned.actor = owner
         owned.active = True
@@ -466,8 +505,200 @@ class Broker(Actor):
         self.stats.assignments += 1
         self.events.emit("bundle_owned", bundle=bundle, broker=self.broker_id)
 
+    async def _still_a_bundle(self, bundle: str) -> bool:
+        namespace = bundle.rsplit("/", 1)[0]
+        node = await self.md.get(paths.local_policies_path(namespace))
+        if node is None:
+            return False
+        return msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(
+            namespace).contains(bundle)
+
     def owned_bundle_names(self) -> list[str]:
         return [b for b, o in self.owned.items() if o.active]
+
+    # ================================================================== unload
+
+    async def unload_bundle(self, bundle: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """OwnedBundle.handleUnloadRequest: inactive in memory, close topics, release the lock.
+
+        Meanwhile this broker answers lookups of the bundle with Failed/MetadataError ("being
+        unloaded"); others still read the ownership node and answer Connect(self), and the attach
+        is then refused with ServiceNotReady. Closing gives up after namespaceBundleUnloadingTimeoutMs
+        and the lock is released anyway."""
+        owned = self.owned.get(bundle)
+        if owned is None:
+            raise AdminError(f"Bundle {bundle} is not currently owned by {self.broker_id}")
+        await asyncio.shield(owned.acquired)
+        if not owned.active:
+            raise AdminError(f"Namespace bundle {bundle} is not active (unload in progress)")
+        started = self.now
+        owned.active = False
+        if timeout is None:
+            timeout = self.conf.namespace_bundle_unloading_timeout_ms / 1000.0
+        closed = 0
+        actor = owned.actor
+        timed_out = False
+        if actor is not None and actor.alive:
+            try:
+                closed = await actor.ask(CloseTopics(), timeout=timeout)
+            except AskTimeout:
+                timed_out = True
+                self.log.warning("Unloading of bundle has timed out", bundle=bundle)
+            except ActorDead:
+                pass
+        try:
+            await self.md.release_lock(paths.ownership_path(bundle))
+        except MetadataStoreError as e:
+            self.log.warning("releasing ownership failed", bundle=bundle, error=str(e))
+        if actor is not None:
+            actor.kill()
+        self.owned.pop(bundle, None)
+        took = self.now - started
+        self.events.emit("bundle_unloaded", bundle=bundle, broker=self.broker_id, topics=closed,
+                         duration=took, timed_out=timed_out)
+        return {"bundle": bundle, "topics": closed, "duration": took}
+
+    # ================================================================== split
+
+    async def split_and_own_bundle(self, bundle: str, *, unload: bool, algorithm: str | None = None,
+                                   boundaries: tuple[int, ...] | list[int] | None = None
+                                   ) -> dict[str, Any]:
+        """NamespaceService.splitAndOwnBundle, on the owner (pulsar-protocol.md §5.2).
+
+        Boundaries from the algorithm (default `defaultNamespaceBundleSplitAlgorithm`); locks for the
+        children; the new ranges written to /admin/local-policies/<ns> with compare-and-set (up to 7
+        attempts, 100 ms apart on BadVersion); the parent marked inactive and released, its topics
+        handed to the children; the children unloaded in the background when `unload`."""
+        conf = self.conf
+        algorithm = algorithm or conf.default_namespace_bundle_split_algorithm
+        if algorithm not in conf.supported_namespace_bundle_split_algorithms:
+            raise AdminError(f"Unsupported namespace bundle split algorithm {algorithm!r}; supported: "
+                             f"{', '.join(conf.supported_namespace_bundle_split_algorithms)}")
+        namespace, lower, upper = parse_bundle(bundle)
+        for attempt in range(7):
+            owned = self.owned.get(bundle)
+            if owned is None or not owned.active or owned.actor is None:
+                raise AdminError(f"Bundle {bundle} is not currently owned by {self.broker_id}")
+            node = await self.md.get(paths.local_policies_path(namespace))
+            if node is None:
+                raise AdminError(f"Namespace {namespace} does not exist")
+            policies = msgspec.json.decode(node.data, type=LocalPolicies)
+            current = policies.to_namespace_bundles(namespace)
+            if not current.contains(bundle):
+                raise AdminError(f"Bundle {bundle} not found in {namespace}'s bundles")
+            topics = self._topic_stats(owned.actor)
+            try:
+                bounds = split_boundaries(algorithm, lower, upper, topics, conf,
+                                          positions=list(boundaries) if boundaries else None)
+            except ValueError as e:
+                raise AdminError(str(e)) from None
+            if not bounds:
+                self.log.info("No valid boundary to split bundle", bundle=bundle, algorithm=algorithm)
+                self.events.emit("split_skipped", bundle=bundle, broker=self.broker_id,
+                                 algorithm=algorithm, reason="no split boundary")
+                return {"bundle": bundle, "children": [], "algorithm": algorithm}
+            new = current.split(bundle, boundaries=bounds)
+            children = new.children_of(bundle)
+            for child in children:
+                try:
+                    await self.try_acquiring_ownership(child, validate=False)
+                except LookupFailure as e:
+                    self.log.warning("could not own split child", child=child, error=e.message)
+            updated = msgspec.structs.replace(policies, bundles=LocalPolicies.from_namespace_bundles(
+                new).bundles)
+            try:
+                await self.md.set(paths.local_policies_path(namespace), msgspec.json.encode(updated),
+                                  expected_version=node.stat.version)
+            except BadVersion:
+                for child in children:
+                    if child in self.owned:
+                        await self._release_quietly(child)
+                await anyio.sleep(0.1)
+                continue
+            self._ns_bundles.pop(namespace, None)
+            parent_actor = owned.actor
+            owned.active = False
+            for child in children:
+                child_owned = self.owned.get(child)
+                if child_owned is not None and child_owned.actor is not None:
+                    _, lo, up = parse_bundle(child)
+                    last = up == 0xFFFFFFFF
+                    parent_actor.hand_over(child_owned.actor, lambda t, lo=lo, up=up, last=last: (
+                        lo <= topic_hash(t) < up or (last and topic_hash(t) == up)))
+            await self._release_quietly(bundle)
+            self.events.emit("bundle_split", bundle=bundle, broker=self.broker_id, children=children,
+                             algorithm=algorithm, boundaries=bounds, unload=unload, attempt=attempt + 1)
+            if unload:
+                for child in children:
+                    self.start_soon(self._unload_quietly, child)
+            return {"bundle": bundle, "children": children, "algorithm": algorithm}
+        raise AdminError(f"Failed to split {bundle}: local policies changed 7 times (BadVersion)")
+
+    def _topic_stats(self, owner: BundleOwner) -> dict[str, NamespaceBundleStats | None]:
+        """Per-topic stats for the split algorithms (flow_or_qps needs rates per topic)."""
+        now = self.now
+        per_topic = self.load_source.bundle_stats(
+            self.broker_id, now, {t: {t: load} for t, load in owner.topics.items()})
+        return dict(per_topic)
+
+    async def _release_quietly(self, bundle: str) -> None:
+        owned = self.owned.pop(bundle, None)
+        if owned is not None and owned.actor is not None:
+            owned.actor.kill()
+        try:
+            await self.md.release_lock(paths.ownership_path(bundle))
+        except MetadataStoreError:
+            pass
+
+    async def _unload_quietly(self, bundle: str) -> None:
+        try:
+            await self.unload_bundle(bundle)
+        except AdminError as e:
+            self.log.info("unload skipped", bundle=bundle, reason=str(e))
+
+    # ================================================================== stop modes
+
+    async def shutdown(self, timeout: float | None = None) -> bool:
+        """PulsarService.closeAsync, 3.x order: deregister, drain bundles one at a time, drop the
+        remaining connections, give up leadership, close the session. True if it finished within
+        `timeout` (default brokerShutdownTimeoutMs); otherwise the process dies where it is and what
+        it still holds is left to session expiry (a SIGTERM with a short grace period)."""
+        if timeout is None:
+            timeout = self.conf.broker_shutdown_timeout_ms / 1000.0
+        self.closing = True
+        self.events.emit("broker_stopping", broker=self.broker_id, bundles=len(self.owned),
+                         timeout=timeout)
+        started = self.now
+        with anyio.move_on_after(timeout) as scope:
+            self.registered = False
+            try:
+                await self.md.release_lock(paths.broker_path(self.broker_id))
+            except MetadataStoreError:
+                pass   # "still continue and release bundle ownership"
+            for bundle in list(self.owned):
+                try:
+                    await self.unload_bundle(bundle)
+                except AdminError:
+                    pass
+            self.network.unlisten(self.broker_id)
+            self.network.drop_connections(self.broker_id)
+            if self.is_leader:
+                if self.leader_actor is not None:
+                    self.leader_actor.kill()
+                self.is_leader = False
+                try:
+                    await self.md.release_lock(paths.LEADER)
+                except MetadataStoreError:
+                    pass
+            await self.md.close_session()
+        finished = not scope.cancelled_caught
+        self.events.emit("broker_stopped", broker=self.broker_id, graceful=finished,
+                         duration=self.now - started, bundles_left=len(self.owned))
+        if finished:
+            self.kill()
+        else:
+            self.crash()
+        return finished
 
     # ================================================================== producers / consumers
 

@@ -7,12 +7,15 @@ broker considers the bundle its own. Attach/Detach are routed here by the broker
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from .load_source import TopicLoad
-from .messages import Attach, AttachResult, Detach, HandleKind
+from .messages import Attach, AttachResult, CloseHandle, CloseTopics, Detach, HandleKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .network import Network
 
 
 class Routed(NamedTuple):
@@ -23,15 +26,23 @@ class Routed(NamedTuple):
 
 
 class BundleOwner(Actor):
-    def __init__(self, name: str, system: ActorSystem, *, bundle: str, broker_id: str) -> None:
+    def __init__(self, name: str, system: ActorSystem, *, bundle: str, broker_id: str,
+                 network: "Network | None" = None, close_time: float = 0.0,
+                 close_time_per_topic: float = 0.0) -> None:
         super().__init__(name, system)
         self.bundle = bundle
         self.broker_id = broker_id
+        self.network = network
+        self.close_time = close_time
+        self.close_time_per_topic = close_time_per_topic
         self.topics: dict[str, TopicLoad] = {}
         # (client, handle id) per topic, so a duplicate attach after a reconnect is idempotent
         self._handles: dict[str, set[tuple[str, int, HandleKind]]] = {}
 
     async def receive(self, msg: Any, reply: Reply) -> None:
+        if type(msg) is CloseTopics:
+            reply.ok(await self.close_topics())
+            return
         if type(msg) is Routed:
             inner, reply = msg.msg, msg.reply
             if type(inner) is Attach:
@@ -69,6 +80,33 @@ class BundleOwner(Actor):
             load.producers -= 1
         else:
             load.consumers -= 1
+
+    async def close_topics(self) -> int:
+        """topic.close(closeWithoutWaitingClientDisconnect=true): CloseProducer/CloseConsumer to every
+        client, without waiting for their answer; then the topics are gone from this broker.
+
+        Closing costs emulated time (ledgers closed, cursors persisted): `close_time` plus
+        `close_time_per_topic` per topic, an emulator knob (ClusterSettings)."""
+        n = len(self.topics)
+        delay = self.close_time + self.close_time_per_topic * n
+        if delay > 0:
+            import anyio
+
+            await anyio.sleep(delay)
+        for topic, client, hid, kind in self.handles():
+            actor = self.network.client(client) if self.network is not None else None
+            if actor is not None:
+                actor.tell(CloseHandle(topic, hid, kind))
+        self.topics.clear()
+        self._handles.clear()
+        return n
+
+    def hand_over(self, child: "BundleOwner", contains: Any) -> None:
+        """Split: topics whose hash falls in the child's range move to it, with their producers and
+        consumers still attached (BrokerService.refreshTopicToStatsMaps)."""
+        for topic in [t for t in self.topics if contains(t)]:
+            child.topics[topic] = self.topics.pop(topic)
+            child._handles[topic] = self._handles.pop(topic, set())
 
     def handles(self) -> list[tuple[str, str, int, HandleKind]]:
         """(topic, client, handle id, kind) of everything attached, in a stable order."""

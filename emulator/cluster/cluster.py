@@ -16,7 +16,7 @@ import msgspec
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig
 from emulator.model.policies import LocalPolicies
-from emulator.runtime import Actor, ActorSystem, Clock, Reply, VirtualClock
+from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Clock, Reply, VirtualClock
 
 from . import paths
 from .broker import Broker, LeaderBroker
@@ -24,6 +24,7 @@ from .client import ClientSettings, PulsarClient
 from .events import ClusterEvents
 from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
+from .messages import AdminResult, SplitBundle, UnloadBundle
 from .metadata_client import MetadataClient
 from .metadata_store import MetadataStore
 from .network import Network, broker_id_for, service_url_of
@@ -38,6 +39,10 @@ class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
     metadata_op_latency: float = 0.0        # seconds per metadata-store operation
     broker_start_timeout: float = 60.0      # emulated seconds a broker may take to start
     placement: str | None = None            # overrides conf.load_balancer_load_placement_strategy
+    shedder: str | None = None              # overrides conf.load_balancer_load_shedding_strategy
+    bundle_close_time: float = 0.02         # seconds to close a bundle's topics on unload (base)...
+    topic_close_time: float = 0.002         # ...plus this per topic (ledger close, cursor persist)
+    sigterm_timeout: float = 5.0            # grace period of a SIGTERM-like stop before the kill
 
 
 class Cluster:
@@ -59,7 +64,7 @@ class Cluster:
         )
         self._admin: MetadataClient | None = None
         self._host_seq = 0
-        self._leader_factory = LoadManagerLeader.factory(settings.placement)
+        self._leader_factory = LoadManagerLeader.factory(settings.placement, settings.shedder)
         self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
 
     # ------------------------------------------------------------------ construction
@@ -141,6 +146,8 @@ class Cluster:
             load_source=self.load_source, events=self.events,
             leader_factory=self._leader_factory, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
+            close_time=self.settings.bundle_close_time,
+            close_time_per_topic=self.settings.topic_close_time,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)
@@ -152,6 +159,77 @@ class Cluster:
         """Crash: the process is gone, its metadata session expires after the session timeout."""
         broker = self._live_broker(broker_id)
         broker.crash()
+
+    async def stop_broker(self, broker_id: str, mode: str = "graceful") -> bool:
+        """Stop a broker: `graceful` (drain within brokerShutdownTimeoutMs), `sigterm` (the same drain
+        cut short after `sigterm_timeout`, the rest left to session expiry) or `kill` (a crash).
+        Returns True if the broker finished its shutdown in time."""
+        broker = self._live_broker(broker_id)
+        if mode == "graceful":
+            return await broker.shutdown()
+        if mode == "sigterm":
+            return await broker.shutdown(self.settings.sigterm_timeout)
+        if mode == "kill":
+            broker.crash()
+            return False
+        raise ValueError(f"stop mode = {mode!r}; expected graceful, sigterm or kill")
+
+    # ------------------------------------------------------------------ admin operations
+
+    def owner_of(self, bundle: str) -> str | None:
+        return self.ownership().get(bundle)
+
+    async def unload_bundle(self, bundle: str, destination: str | None = None) -> AdminResult:
+        """pulsar-admin namespaces unload [--destinationBroker]: the leader records the destination
+        (bundleBrokerAffinityMap), then the owner unloads."""
+        owner = self.owner_of(bundle)
+        if owner is None:
+            return AdminResult(False, f"Bundle {bundle} is not currently owned")
+        if destination is not None:
+            if destination not in self.store.peek_children(paths.BROKERS):
+                return AdminResult(False, "Not allowed unload namespace bundle to inactive "
+                                          f"destination broker {destination}")
+            leader = self._leader_actor()
+            if leader is not None:
+                leader.affinity[bundle.rsplit("/", 1)[1]] = destination
+        self.events.emit("admin", op="unload", bundle=bundle, destination=destination)
+        return await self._admin_call(owner, UnloadBundle(bundle))
+
+    async def unload_namespace(self, namespace: str) -> list[AdminResult]:
+        """pulsar-admin namespaces unload <ns>: every owned bundle of the namespace, one by one."""
+        nb = await self.namespace_bundles(namespace)
+        owned = self.ownership()
+        return [await self.unload_bundle(b) for b in nb.names if b in owned]
+
+    async def split_bundle(self, bundle: str, algorithm: str | None = None, *, unload: bool = False,
+                           boundaries: list[int] | None = None) -> AdminResult:
+        """pulsar-admin namespaces split-bundle [--split-algorithm-name] [--unload]."""
+        owner = self.owner_of(bundle)
+        if owner is None:
+            return AdminResult(False, f"Bundle {bundle} is not currently owned")
+        self.events.emit("admin", op="split", bundle=bundle, algorithm=algorithm)
+        return await self._admin_call(owner, SplitBundle(
+            bundle, unload=unload, algorithm=algorithm,
+            boundaries=tuple(boundaries) if boundaries else None))
+
+    def set_config(self, key: str, value: object) -> None:
+        """Dynamic configuration (pulsar-admin brokers update-dynamic-config): every broker and the
+        leader share this ServiceConfig, so the change applies at their next use of the key."""
+        updated = self.conf.with_overrides({key: value}, source="set_config")
+        field = ServiceConfig.field_name(key)
+        setattr(self.conf, field, getattr(updated, field))
+        self.events.emit("config_changed", key=key, value=getattr(updated, field))
+
+    async def _admin_call(self, broker_id: str, op: object) -> AdminResult:
+        try:
+            return await self.network.broker(broker_id).ask(op, timeout=300.0)
+        except (ActorDead, AskTimeout) as e:
+            return AdminResult(False, str(e))
+
+    def _leader_actor(self) -> LoadManagerLeader | None:
+        leader = self.leader()
+        b = self.brokers.get(leader) if leader else None
+        return b.leader_actor if b is not None and b.alive else None  # type: ignore[return-value]
 
     def _live_broker(self, broker_id: str) -> Broker:
         broker = self.brokers.get(broker_id)

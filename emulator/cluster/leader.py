@@ -22,8 +22,12 @@ import strategies
 from emulator.model.loaddata import BundleData, LocalBrokerData
 from emulator.runtime import Actor, ActorSystem, Reply
 
+from emulator.model.bundles import parse_bundle, bundle_range_name
+from emulator.model.loaddata import namespace_of
+from emulator.runtime import ActorDead, AskTimeout
+
 from . import paths
-from .messages import SelectBrokerForAssignment
+from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, UnloadBundle
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .modular_load_manager import ModularLoadManager
@@ -44,30 +48,34 @@ class _Apply(msgspec.Struct):
 
 class LoadManagerLeader(Actor):
     def __init__(self, name: str, system: ActorSystem, *, broker: "Broker",
-                 placement: Any = None) -> None:
+                 placement_name: str | None = None, shedder_name: str | None = None) -> None:
         super().__init__(name, system)
         self.broker = broker
         self.conf = broker.conf
         self.events = broker.events
         self.md = MetadataClient(self, broker.md.store_name)
-        self.placement = placement or strategies.create(
-            self.conf.load_balancer_load_placement_strategy, rng=self.rng
-        )
+        import shedders
+
+        self.placement, self.shedder = shedders.create_pair(
+            placement_name or self.conf.load_balancer_load_placement_strategy,
+            shedder_name or self.conf.load_balancer_load_shedding_strategy, rng=self.rng)
         self.lm: ModularLoadManager | None = None
+        # bundleBrokerAffinityMap: bundle RANGE -> destination broker, set by unload-with-destination
+        # and consumed by the next assignment of that range (see `_select`)
+        self.affinity: dict[str, str] = {}
+        self._split_running = False
+        self._split_again = False
         self._reports: dict[str, LocalBrokerData | None] = {}
         self._available: list[str] = []
         self.updates = 0
 
     @classmethod
-    def factory(cls, placement_name: str | None = None):
+    def factory(cls, placement_name: str | None = None, shedder_name: str | None = None):
         """The broker calls this with itself when it wins the election."""
 
         def make(broker: "Broker") -> "LoadManagerLeader":
-            name = f"{broker.broker_id}/leader"
-            actor = cls(name, broker.system, broker=broker)
-            if placement_name is not None:
-                actor.placement = strategies.create(placement_name, rng=actor.rng)
-            return actor
+            return cls(f"{broker.broker_id}/leader", broker.system, broker=broker,
+                       placement_name=placement_name, shedder_name=shedder_name)
 
         return make
 
@@ -77,7 +85,7 @@ class LoadManagerLeader(Actor):
         persisted = await self._read_persisted_bundle_data()
         self.lm = ModularLoadManager(
             self.conf, self.placement, self.rng, broker_id=self.broker.broker_id,
-            persisted_bundle_data=persisted,
+            persisted_bundle_data=persisted, shedding_strategy=self.shedder,
         )
         await self.md.watch(paths.BROKERS)
         self._available = await self.md.children(paths.BROKERS)
@@ -85,6 +93,7 @@ class LoadManagerLeader(Actor):
             self._reports[b] = await self._read_report(b)
         self._update_all()
         self.start_soon(self._bundle_data_writer)
+        self.start_soon(self._shedding_loop)
         self.events.emit("leader_started", broker=self.broker.broker_id,
                          brokers=len(self._available), bundle_data=len(persisted))
 
@@ -117,7 +126,19 @@ class LoadManagerLeader(Actor):
             raise TypeError(f"{self.name}: unexpected message {kind.__name__}")
 
     def _select(self, msg: SelectBrokerForAssignment) -> str | None:
+        """getLeastLoaded: a destination set by unload-with-destination wins once (keyed by the bundle
+        range, as Pulsar's bundleBrokerAffinityMap), else selectBrokerForAssignment.
+
+        Where Pulsar consumes the affinity is not confirmed (pulsar-protocol.md §8 item 2); with
+        `emulator_unload_destination_affinity = false` the destination is recorded but ignored."""
         assert self.lm is not None
+        rng_key = msg.bundle.rsplit("/", 1)[1]
+        dest = self.affinity.pop(rng_key, None)
+        if dest is not None and getattr(self.conf, "emulator_unload_destination_affinity", True) \
+                and dest in self._available:
+            self.events.emit("assignment", bundle=msg.bundle, broker=dest,
+                             leader=self.broker.broker_id, local=False, affinity=True, trace=None)
+            return dest
         broker, trace = self.lm.select_broker_for_assignment(
             msg.bundle, non_persistent=msg.non_persistent
         )
@@ -126,37 +147,33 @@ class LoadManagerLeader(Actor):
         return broker
 
     def _on_notification(self, note: Notification) -> None:
-        """handleDataNotification: any change under /loadbalance/brokers -> (read) -> updateAll."""
+        """handleDataNotification: any change under /loadbalance/brokers -> list the live brokers and
+        reap preallocations to dead ones, then (re-read the changed report and) updateAll."""
         path = note.path
         if not path.startswith(paths.BROKERS):
             return
-        if path == paths.BROKERS:
-            self.start_soon(self._read_membership)
-        else:
-            self.start_soon(self._read_and_apply, path.rsplit("/", 1)[1])
+        changed = None if path == paths.BROKERS else path.rsplit("/", 1)[1]
+        self.start_soon(self._read_and_apply, changed)
 
-    async def _read_membership(self) -> None:
-        self.tell(_Apply(None, None, membership=await self.md.children(paths.BROKERS)))
-
-    async def _read_and_apply(self, broker: str) -> None:
-        self.tell(_Apply(broker, await self._read_report(broker)))
+    async def _read_and_apply(self, broker: str | None) -> None:
+        membership = await self.md.children(paths.BROKERS)
+        report = await self._read_report(broker) if broker is not None else None
+        self.tell(_Apply(broker, report, membership=membership))
 
     def _apply(self, msg: _Apply) -> None:
         assert self.lm is not None
         if msg.membership is not None:
-            self._available = msg.membership
+            # reapDeadBrokerPreallocations runs before updateAll, while the dead broker's data is
+            # still in loadData (otherwise its preallocations would never be found again)
+            self.lm.reap_dead_broker_preallocations(msg.membership)
+            self._available = sorted(msg.membership)
             for gone in set(self._reports) - set(msg.membership):
                 del self._reports[gone]
-            self.lm.reap_dead_broker_preallocations(self._available)
-        elif msg.broker is not None:
+        if msg.broker is not None:
             if msg.report is None:
                 self._reports.pop(msg.broker, None)
-                if msg.broker in self._available:
-                    self._available = [b for b in self._available if b != msg.broker]
-            else:
+            elif msg.broker in self._available:
                 self._reports[msg.broker] = msg.report
-                if msg.broker not in self._available:
-                    self._available = sorted([*self._available, msg.broker])
         self._update_all()
 
     def _update_all(self) -> None:
@@ -169,6 +186,7 @@ class LoadManagerLeader(Actor):
             self.start_soon(self._delete_quietly, paths.bundle_data_path(bundle))
         for broker in getattr(result, "dead_brokers", ()) or ():
             self.start_soon(self._delete_quietly, paths.time_average_path(broker))
+        self._request_split_check()
 
     async def _delete_quietly(self, path: str) -> None:
         try:
@@ -192,3 +210,155 @@ class LoadManagerLeader(Actor):
             await self.md.set(paths.bundle_data_path(bundle), _encode(data))
         for broker, bd in sorted(self.lm.load_data.broker_data.items()):
             await self.md.set(paths.time_average_path(broker), _encode(bd.time_average_data))
+
+    # ------------------------------------------------------------------ load shedding
+
+    async def _shedding_loop(self) -> None:
+        """LoadSheddingTask (3.x): fixed delay of loadBalancerSheddingIntervalMinutes after each run.
+
+        The interval is read every round, so a dynamic change applies from the next one."""
+        while True:
+            await anyio.sleep(self.conf.load_balancer_shedding_interval_minutes * 60.0)
+            await self.do_load_shedding()
+
+    async def do_load_shedding(self) -> list[tuple[str, str]]:
+        """ModularLoadManagerImpl.doLoadShedding (pulsar-algorithms.md §8, steps 1-5). Returns the
+        (broker, bundle) pairs actually unloaded."""
+        assert self.lm is not None
+        conf = self.conf
+        now_ms = self.system.clock.now_ms()
+        if not (conf.load_balancer_enabled and conf.load_balancer_shedding_enabled):
+            return []
+        if len(self._available) <= 1:
+            self.events.emit("decision", decision="shedding_skipped", reason="one broker or less",
+                             brokers=list(self._available))
+            return []
+        recent = self.lm.load_data.recently_unloaded_bundles
+        grace_ms = conf.load_balancer_shedding_grace_period_minutes * 60_000
+        for bundle, t in list(recent.items()):
+            if t < now_ms - grace_ms:
+                del recent[bundle]
+        plan = self.shedder.find_bundles_for_unloading(self.lm.load_data, conf)
+        explanation = getattr(self.shedder, "last_explanation", None)
+        self.events.emit("decision", decision="shedding_plan", shedder=type(self.shedder).__name__,
+                         plan=[list(p) for p in plan], explanation=explanation)
+        done: list[tuple[str, str]] = []
+        excluded = set(conf.load_balancer_shedding_excluded_namespaces)
+        for broker, bundle in plan:
+            stats = self._bundle_numbers(bundle)
+            if namespace_of(bundle) in excluded:
+                self._skip(broker, bundle, "namespace excluded from shedding", stats)
+                continue
+            if not self.lm.should_namespace_policies_unload(bundle, broker):
+                self._skip(broker, bundle, "namespace policies leave no other broker", stats)
+                continue
+            if not self.lm.should_anti_affinity_namespace_unload(bundle, broker):
+                self._skip(broker, bundle, "anti-affinity forbids the unload", stats)
+                continue
+            dest, trace = self.lm.select_broker(bundle)
+            if dest is None:
+                self._skip(broker, bundle, "no destination broker", stats, trace=trace)
+                continue
+            if dest == broker:
+                self._skip(broker, bundle, "destination is the current owner", stats, trace=trace)
+                continue
+            self.affinity[bundle.rsplit("/", 1)[1]] = dest
+            result = await self.admin(broker, UnloadBundle(bundle))
+            if not result.ok:
+                self.affinity.pop(bundle.rsplit("/", 1)[1], None)
+                self._skip(broker, bundle, f"unload failed: {result.message}", stats, trace=trace)
+                continue
+            recent[bundle] = self.system.clock.now_ms()
+            done.append((broker, bundle))
+            self.events.emit("decision", decision="unload", broker=broker, bundle=bundle,
+                             destination=dest, shedder=type(self.shedder).__name__, bundle_data=stats,
+                             trace=trace, result=result.detail)
+        self.shedder.on_unload_attempt_completed(list(plan))
+        return done
+
+    def _bundle_numbers(self, bundle: str) -> dict[str, Any] | None:
+        assert self.lm is not None
+        data = self.lm.load_data.bundle_data.get(bundle)
+        if data is None:
+            return None
+        st, lt = data.short_term_data, data.long_term_data
+        return {"short_msg_rate": st.msg_rate_in + st.msg_rate_out,
+                "short_throughput": st.msg_throughput_in + st.msg_throughput_out,
+                "long_msg_rate": lt.msg_rate_in + lt.msg_rate_out,
+                "long_throughput": lt.msg_throughput_in + lt.msg_throughput_out,
+                "topics": data.topics}
+
+    def _skip(self, broker: str, bundle: str, reason: str, stats: Any, trace: Any = None) -> None:
+        self.events.emit("decision", decision="unload_skipped", broker=broker, bundle=bundle,
+                         reason=reason, bundle_data=stats, trace=trace)
+
+    async def admin(self, broker: str, op: Any, timeout: float = 120.0) -> AdminResult:
+        """The leader's internal PulsarAdmin call, served by the bundle's owner."""
+        try:
+            return await self.broker.network.broker(broker).ask(op, timeout=timeout)
+        except (ActorDead, AskTimeout) as e:
+            return AdminResult(False, f"{broker}: {e}")
+
+    # ------------------------------------------------------------------ bundle split
+
+    def _request_split_check(self) -> None:
+        """checkNamespaceBundleSplit runs at the end of every updateAll; runs never overlap."""
+        if self._split_running:
+            self._split_again = True
+            return
+        self._split_running = True
+        self.start_soon(self._split_checks)
+
+    async def _split_checks(self) -> None:
+        try:
+            while True:
+                self._split_again = False
+                await self.check_namespace_bundle_split()
+                if not self._split_again:
+                    return
+        finally:
+            self._split_running = False
+
+    async def check_namespace_bundle_split(self) -> list[str]:
+        """ModularLoadManagerImpl.checkNamespaceBundleSplit (pulsar-algorithms.md §6.1-6.2)."""
+        assert self.lm is not None
+        conf = self.conf
+        if not conf.load_balancer_auto_bundle_split_enabled or len(self.lm.known_brokers) <= 1:
+            return []
+        counts: dict[str, int] = {}
+        for bundle_names in [list(bd.local_data.last_stats) for bd in
+                             self.lm.load_data.broker_data.values()]:
+            for b in bundle_names:
+                ns = namespace_of(b)
+                if ns not in counts:
+                    try:
+                        counts[ns] = len(await self.broker.namespace_bundles(ns))
+                    except Exception:  # namespace gone: nothing to split there
+                        counts[ns] = 1 << 30
+        to_split = self.lm.find_bundles_to_split(lambda ns: counts.get(ns, 0))
+        done = []
+        for bundle, owner in to_split.items():
+            ns, lower, upper = parse_bundle(bundle)
+            if upper - lower <= 1:
+                continue
+            try:
+                current = await self.broker.namespace_bundles(ns)
+            except Exception:
+                continue
+            if not current.contains(bundle):
+                self.events.emit("decision", decision="split_skipped", bundle=bundle,
+                                 reason="Bundle has been removed")
+                continue
+            numbers = self._bundle_numbers(bundle)
+            self.lm.remove_bundle_data(bundle)
+            await self._delete_quietly(paths.bundle_data_path(bundle))
+            unload = (conf.load_balancer_auto_unload_split_bundles_enabled
+                      and self.lm.should_namespace_policies_unload(bundle, owner)
+                      and self.lm.should_anti_affinity_namespace_unload(bundle, owner))
+            result = await self.admin(owner, SplitBundle(bundle, unload=unload, algorithm=None))
+            self.events.emit("decision", decision="split", bundle=bundle, broker=owner,
+                             unload=unload, ok=result.ok, message=result.message,
+                             bundle_data=numbers, result=result.detail)
+            if result.ok:
+                done.append(bundle)
+        return done

@@ -57,6 +57,7 @@ class FlatLoad:
         base_cpu_percent: float = 5.0,
         cpu_percent_per_kmsg: float = 2.0,
         topic_rates: Mapping[str, float] | None = None,
+        broker_cores: Mapping[str, int] | None = None,
     ) -> None:
         self.rate = rate
         self.msg_size = msg_size
@@ -65,6 +66,7 @@ class FlatLoad:
         self.base_cpu_percent = base_cpu_percent
         self.cpu_percent_per_kmsg = cpu_percent_per_kmsg
         self.topic_rates = dict(topic_rates or {})
+        self.broker_cores = dict(broker_cores or {})
 
     def bundle_stats(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
@@ -99,7 +101,7 @@ class FlatLoad:
         thr_out = sum(s.msg_throughput_out for s in stats.values())
         cpu = self.base_cpu_percent + self.cpu_percent_per_kmsg * msgs / 1000.0
         return SystemUsage(
-            cpu=ResourceUsage(usage=cpu, limit=100.0 * self.cores),
+            cpu=ResourceUsage(usage=cpu, limit=100.0 * self.broker_cores.get(broker_id, self.cores)),
             memory=ResourceUsage(usage=1024.0, limit=4096.0),
             direct_memory=ResourceUsage(usage=256.0, limit=4096.0),
             bandwidth_in=ResourceUsage(usage=thr_in * 8 / 1024, limit=self.nic_kbps),

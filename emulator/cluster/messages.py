@@ -120,3 +120,33 @@ class Tick(msgspec.Struct, frozen=True):
     """A periodic task's wake-up delivered through the mailbox, so it is serialised with messages."""
 
     name: str
+
+
+# --------------------------------------------------------------------------- admin / leader -> owner
+
+
+class UnloadBundle(msgspec.Struct, frozen=True):
+    """Admin unloadNamespaceBundle, executed by the owner (NamespaceService.unloadNamespaceBundle)."""
+
+    bundle: str
+
+
+class SplitBundle(msgspec.Struct, frozen=True):
+    """Admin splitNamespaceBundle, executed by the owner (NamespaceService.splitAndOwnBundle).
+
+    `algorithm` None means the broker's `defaultNamespaceBundleSplitAlgorithm`."""
+
+    bundle: str
+    unload: bool = True
+    algorithm: str | None = None
+    boundaries: tuple[int, ...] | None = None
+
+
+class AdminResult(msgspec.Struct, frozen=True):
+    ok: bool
+    message: str = ""
+    detail: dict[str, object] = {}
+
+
+class CloseTopics(msgspec.Struct, frozen=True):
+    """Broker -> BundleOwner: close every topic of the bundle (BrokerService.unloadServiceUnit)."""

@@ -153,6 +153,9 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     """Reverted #16937: ThresholdShedder ignores weighted usages above 100 %."""
     emulator_avg_shedder_int_comparator: bool = False
     """Older AvgShedder: sort scores with `(int)(s1 - s2)`, so differences < 1 point tie."""
+    emulator_unload_destination_affinity: bool = True
+    """Shedding unloads with a destination (bundleBrokerAffinityMap); True = the next assignment of
+    that bundle range goes there (where Pulsar consumes it is unconfirmed); False = ignored."""
 
     def __post_init__(self) -> None:
         problems = [_check(f, getattr(self, f)) for f in _FIELD_TYPES]
