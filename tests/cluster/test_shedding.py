@@ -1,0 +1,133 @@
+"""Integration: the leader's shedding loop on a cluster with a hot broker, grace period, failover."""
+
+from __future__ import annotations
+
+import collections
+
+import anyio
+import pytest
+
+from emulator.cluster.cluster import ClusterSettings
+from emulator.cluster.load_source import FlatLoad
+from emulator.model.config import ServiceConfig
+from emulator.testing import emulated_cluster
+
+NS = "public/default"
+HOT = "broker-5:8080"
+
+
+def topics(n: int, prefix: str = "t") -> list[str]:
+    return [f"persistent://{NS}/{prefix}-{i}" for i in range(n)]
+
+
+def decisions(cluster, kind: str | None = None) -> list[dict]:
+    out: list[dict] = []
+    cluster.events.subscribe(
+        lambda e: out.append(e) if e.kind == "decision" and (kind is None or e["decision"] == kind)
+        else None)
+    return out
+
+
+def hot_broker_load() -> FlatLoad:
+    """800 msg/s of 1 KiB per topic; broker-5 has 1 core, the others 4: same traffic, 4x the CPU %."""
+    return FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
+
+
+@pytest.mark.anyio
+async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
+    async with emulated_cluster(5, seed=51, namespaces={NS: 16}, load_source=hot_broker_load()) as cluster:
+        unloads = decisions(cluster, "unload")
+        client = cluster.add_client()
+        client.create_handles(topics(400))
+        await cluster.wait_until(lambda: client.connected_count() == 400, timeout=120)
+        before = collections.Counter(cluster.ownership().values())
+        assert before[HOT] >= 2
+
+        await anyio.sleep(20 * 60)
+        assert unloads, "ThresholdShedder never shed the 1-core broker"
+        # every unload came from the hot broker and went to another broker
+        assert {d["broker"] for d in unloads} == {HOT}
+        assert all(d["destination"] != HOT for d in unloads)
+        # the destination recorded by the shedder is where the bundle landed
+        owners = cluster.ownership()
+        for d in unloads:
+            assert owners[d["bundle"]] == d["destination"]
+        after = collections.Counter(owners.values())
+        assert after[HOT] < before[HOT]
+        assert len(unloads) <= before[HOT] - 1     # it keeps at least one bundle
+        # settled: nothing more to shed in the last 10 minutes
+        late = len(unloads)
+        await anyio.sleep(10 * 60)
+        assert len(unloads) == late
+        # every unloaded topic's producers reconnected
+        assert client.connected_count() == 400
+        # the decision log carries the shedder's numbers
+        plan = next(e for e in cluster_plans(cluster) if e["plan"])
+        assert plan["explanation"] is not None
+
+
+def cluster_plans(cluster) -> list[dict]:
+    return cluster._test_plans
+
+
+@pytest.fixture(autouse=True)
+def _record_plans(monkeypatch):
+    """Keep every shedding_plan event on the cluster object for the assertions above."""
+    from emulator.cluster import cluster as cluster_mod
+
+    original = cluster_mod.Cluster.__init__
+
+    def init(self, *a, **kw):
+        original(self, *a, **kw)
+        self._test_plans = []
+        self.events.subscribe(lambda e: self._test_plans.append(e)
+                              if e.kind == "decision" and e["decision"] == "shedding_plan" else None)
+
+    monkeypatch.setattr(cluster_mod.Cluster, "__init__", init)
+
+
+@pytest.mark.anyio
+async def test_the_grace_period_stops_an_immediate_re_unload():
+    conf = ServiceConfig(load_balancer_load_shedding_strategy="OverloadShedder",
+                         load_balancer_shedding_grace_period_minutes=30)
+    hot_topics = topics(60, "hot")
+    load = FlatLoad(rate=10.0, msg_size=1024, cores=1,
+                    topic_rates={t: 2000.0 for t in hot_topics})
+    async with emulated_cluster(2, seed=52, namespaces={NS: 4}, conf=conf, load_source=load) as cluster:
+        unloads = decisions(cluster, "unload")
+        client = cluster.add_client()
+        client.create_handles(hot_topics + topics(60, "cold"))
+        await cluster.wait_until(lambda: client.connected_count() == 120, timeout=120)
+        await anyio.sleep(45 * 60)
+        by_bundle = collections.defaultdict(list)
+        for d in unloads:
+            by_bundle[d["bundle"]].append(d["t"])
+        assert unloads
+        for bundle, times in by_bundle.items():
+            for a, b in zip(times, times[1:]):
+                assert b - a >= 30 * 60, f"{bundle} unloaded again after {b - a:.0f}s"
+
+
+@pytest.mark.anyio
+async def test_the_leader_dies_mid_shedding_and_the_next_leader_carries_on():
+    settings = ClusterSettings(bundle_close_time=5.0)   # an unload in flight when the leader dies
+    async with emulated_cluster(5, seed=53, namespaces={NS: 16}, load_source=hot_broker_load(),
+                                settings=settings) as cluster:
+        unloads = decisions(cluster, "unload")
+        plans = cluster._test_plans
+        client = cluster.add_client()
+        client.create_handles(topics(400))
+        await cluster.wait_until(lambda: client.connected_count() == 400, timeout=120)
+        first = cluster.leader()
+        await cluster.wait_until(lambda: any(p["plan"] for p in plans), timeout=30 * 60, poll=0.5)
+        await anyio.sleep(1.0)          # inside the first unload of the cycle
+        assert not unloads, "the first unload should still be in flight"
+        assert first != HOT
+        cluster.kill_broker(first)
+        new = await cluster.wait_for_leader(timeout=120)
+        assert new != first
+        n_before = len(unloads)
+        await anyio.sleep(20 * 60)
+        later = [d for d in unloads[n_before:] if d["t"] > 0]
+        assert later and {d["broker"] for d in later} == {HOT}
+        await cluster.wait_until(lambda: client.connected_count() == 400, timeout=600)
