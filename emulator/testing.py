@@ -46,14 +46,18 @@ async def emulated_cluster(
 ) -> AsyncIterator[Any]:
     """Start an N-broker cluster on the running (virtual) loop, with the invariant checker on.
 
+    `cluster.decision_log` keeps every decision (assignments, shedding plans, unloads, skips, splits).
+
     Extra keyword arguments go to `Cluster.start` (conf, namespaces, load_source, settings, ...).
     """
     from emulator.cluster.cluster import Cluster
+    from emulator.observe.decision_log import DecisionLog
     from emulator.observe.invariants import InvariantChecker
 
     async with Cluster.start(brokers, seed=seed, **kwargs) as cluster:
         checker = InvariantChecker(cluster, check_interval) if check_invariants else None
         cluster.invariants = checker
+        cluster.decision_log = DecisionLog(cluster.events, log=False)
         async with anyio.create_task_group() as tg:
             if checker is not None:
                 tg.start_soon(checker.run)

@@ -66,6 +66,7 @@ class Cluster:
         self._host_seq = 0
         self._leader_factory = LoadManagerLeader.factory(settings.placement, settings.shedder)
         self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
+        self.decision_log: object | None = None  # likewise: an observer of self.events
 
     # ------------------------------------------------------------------ construction
 

@@ -61,9 +61,15 @@ async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
         assert len(unloads) == late
         # every unloaded topic's producers reconnected
         assert client.connected_count() == 400
-        # the decision log carries the shedder's numbers
-        plan = next(e for e in cluster_plans(cluster) if e["plan"])
-        assert plan["explanation"] is not None
+        # the decision log carries the inputs: the shedder's numbers, the bundle's rates, candidates
+        log = cluster.decision_log
+        plan = next(e for e in log.of("shedding_plan") if e["plan"])
+        hot = plan["explanation"]["brokers"][HOT]
+        assert hot["hist"] > plan["explanation"]["avg"] + 0.1 and hot["min_offload"] >= 10 * 2**20
+        unload = log.of("unload")[0]
+        assert unload["bundle_data"]["short_throughput"] > 0
+        assert HOT not in unload["trace"]["candidates"] or unload["destination"] != HOT
+        assert unload["t"] >= plan["t"]
 
 
 def cluster_plans(cluster) -> list[dict]:

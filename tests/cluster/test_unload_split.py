@@ -168,3 +168,77 @@ async def test_sigterm_leaves_what_was_not_drained_to_session_expiry():
         await anyio.sleep(31)
         assert victim not in set(cluster.ownership().values())   # the session expired
         await cluster.wait_until(lambda: client.connected_count() == 300, timeout=600)
+
+
+@pytest.mark.anyio
+async def test_unload_with_a_destination_lands_the_bundle_there():
+    async with emulated_cluster(4, seed=48, namespaces={NS: 8}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(80))
+        await cluster.wait_until(lambda: client.connected_count() == 80)
+        bundle, owner = sorted(cluster.ownership().items())[0]
+        dest = next(b for b in cluster.live_brokers() if b != owner)
+        assert (await cluster.unload_bundle(bundle, destination=dest)).ok
+        await cluster.wait_until(lambda: client.connected_count() == 80, timeout=60)
+        assert cluster.owner_of(bundle) == dest
+        refused = await cluster.unload_bundle(bundle, destination="nobody:8080")
+        assert not refused.ok and "inactive destination broker" in refused.message
+
+
+@pytest.mark.anyio
+async def test_unload_namespace_unloads_every_bundle_and_all_producers_come_back():
+    async with emulated_cluster(3, seed=49, namespaces={NS: 6}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(60))
+        await cluster.wait_until(lambda: client.connected_count() == 60)
+        unloaded = []
+        cluster.events.subscribe(lambda e: unloaded.append(e["bundle"])
+                                 if e.kind == "bundle_unloaded" else None)
+        results = await cluster.unload_namespace(NS)
+        assert len(results) == 6 and all(r.ok for r in results)
+        assert sorted(unloaded) == sorted((await cluster.namespace_bundles(NS)).names)
+        await cluster.wait_until(lambda: client.connected_count() == 60, timeout=60)
+
+
+@pytest.mark.anyio
+async def test_dynamic_config_turns_shedding_off_at_runtime():
+    from emulator.cluster.load_source import FlatLoad
+
+    load = FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={"broker-5:8080": 1})
+    async with emulated_cluster(5, seed=51, namespaces={NS: 16}, load_source=load) as cluster:
+        cluster.set_config("loadBalancerSheddingEnabled", "false")
+        assert cluster.conf.load_balancer_shedding_enabled is False
+        client = cluster.add_client()
+        client.create_handles(topics(400))
+        await cluster.wait_until(lambda: client.connected_count() == 400, timeout=120)
+        await anyio.sleep(15 * 60)
+        assert cluster.decision_log.of("unload") == []
+        cluster.set_config("load_balancer_shedding_enabled", True)
+        await anyio.sleep(15 * 60)
+        assert cluster.decision_log.of("unload")
+        with pytest.raises(ValueError, match="loadBalancerSheddingIntervalMinutes"):
+            cluster.set_config("loadBalancerSheddingIntervalMinutes", "soon")
+
+
+@pytest.mark.anyio
+async def test_lookups_that_race_a_split_still_end_at_the_right_owner():
+    settings = ClusterSettings(metadata_op_latency=0.005)
+    async with emulated_cluster(3, seed=50, namespaces={NS: 1}, settings=settings) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(40, "old"))
+        await cluster.wait_until(lambda: client.connected_count() == 40)
+        (parent, _), = cluster.ownership().items()
+        late = cluster.add_client()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cluster.split_bundle, parent, None)
+            late.create_handles(topics(200, "new"))     # looked up while the ranges change
+        await cluster.wait_until(lambda: late.connected_count() == 200 and client.connected_count() == 40,
+                                 timeout=300)
+        await anyio.sleep(1)
+        nb = await cluster.namespace_bundles(NS)
+        assert len(nb) == 2
+        owners = cluster.ownership()
+        assert set(owners) == set(nb.names)
+        for c in (client, late):
+            for h in c.handles.values():
+                assert h.broker_id == owners[nb.find_bundle(h.topic)], h.topic
