@@ -11,3 +11,13 @@ from emulator.runtime import VirtualEventLoop
 def anyio_backend():
     """Every `@pytest.mark.anyio` test runs on the virtual clock unless it overrides this."""
     return ("asyncio", {"loop_factory": VirtualEventLoop})
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog():
+    """The CLI configures structlog process-wide; give every test the defaults back."""
+    import structlog
+
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()
