@@ -61,7 +61,7 @@ from .messages import (
     ServerError,
 )
 from .metadata_client import BadVersion, LockBusy, MetadataClient, MetadataStoreError
-from .metadata_messages import Notification
+from .metadata_messages import Notification, SessionEvent
 from .network import Network, host_of, service_url_of, web_url_of
 
 _json_encode = msgspec.json.encode
@@ -189,7 +189,7 @@ class Broker(Actor):
 
     async def on_start(self) -> None:
         """Pulsar's startup order: metadata session, binary port, leader election, then the load manager."""
-        await self.md.open_session()
+        await self.md.open_session(session_events=True)
         self.network.listen(self.broker_id, self)
         await self.md.watch(paths.LEADER)
         await self.md.watch(paths.BROKERS)
@@ -234,6 +234,9 @@ class Broker(Actor):
         elif kind is Notification:
             self._on_notification(msg)
             reply.ok(None)
+        elif kind is SessionEvent:
+            self.start_soon(self._on_session_lost)
+            reply.ok(None)
         elif kind is UnloadBundle:
             self.start_soon(self._admin, self.unload_bundle(msg.bundle), reply)
         elif kind is SplitBundle:
@@ -273,7 +276,12 @@ class Broker(Actor):
     async def _lookup(self, msg: LookupTopic, reply: Reply) -> None:
         stats = self.stats
         try:
-            result = await self._lookup_topic(msg)
+            try:
+                result = await self._lookup_topic(msg)
+            except MetadataStoreError as e:
+                raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
+            except (ActorDead, AskTimeout) as e:
+                raise LookupFailure(ServerError.SERVICE_NOT_READY, str(e)) from None
         except LookupFailure as e:
             stats.failures += 1
             response = LookupTopicResponse(LookupType.FAILED, error=e.error, message=e.message)
@@ -488,12 +496,20 @@ class Broker(Actor):
                     f"Failed to acquire ownership for namespace bundle {bundle}: {e}",
                 ) from None
             raise
-        if validate and not await self._still_a_bundle(bundle):
-            await self.md.release_lock(paths.ownership_path(bundle))
-            del self.owned[bundle]
-            fut.set_result(False)
-            raise LookupFailure(ServerError.METADATA_ERROR,
-                                f"Namespace bundle {bundle} no longer exists (split); redo the lookup")
+        if validate:
+            try:
+                still = await self._still_a_bundle(bundle)
+            except MetadataStoreError:
+                still = False
+            if not still:
+                try:
+                    await self.md.release_lock(paths.ownership_path(bundle))
+                except MetadataStoreError:
+                    pass
+                del self.owned[bundle]
+                fut.set_result(False)
+                raise LookupFailure(ServerError.METADATA_ERROR,
+                                    f"Namespace bundle {bundle} no longer exists (split); redo the lookup")
         owner = BundleOwner(f"{self.broker_id}/{bundle}", self.system, bundle=bundle,
                             broker_id=self.broker_id, network=self.network,
                             close_time=self.close_time,
@@ -766,7 +782,10 @@ class Broker(Actor):
                                namespace=namespace)
 
     async def _refresh_available_brokers(self) -> None:
-        self.available_brokers = frozenset(await self.md.children(paths.BROKERS))
+        try:
+            self.available_brokers = frozenset(await self.md.children(paths.BROKERS))
+        except MetadataStoreError as e:  # keep the last view; the next notification refreshes it
+            self.log.warning("could not list available brokers", error=str(e))
 
     # ================================================================== leader election
 
@@ -783,6 +802,11 @@ class Broker(Actor):
                 leader = msgspec.json.decode(node.data, type=LeaderBroker)
                 self._become_follower(leader.broker_id)
                 return
+            except MetadataStoreError as e:
+                # e.g. the session just expired: LEADER_ELECTION_RETRY_DELAY_SECONDS, then again
+                self.log.warning("leader election failed, retrying in 5 s", error=str(e))
+                await anyio.sleep(5.0)
+                continue
             else:
                 self._become_leader()
                 return
@@ -811,6 +835,49 @@ class Broker(Actor):
                 self.leader_actor.kill()
             self.leader_actor = None
         self.log.debug("This broker is a follower", leader=leader_id)
+
+    # ================================================================== metadata session
+
+    async def _on_session_lost(self) -> None:
+        """PulsarService.handleMetadataSessionEvent(SessionLost).
+
+        `zookeeperSessionExpiredPolicy=shutdown`: the broker shuts down at once (like a crash, its
+        ephemerals are already gone). `reconnect` (default): open a new session and revalidate every
+        lock it held (ResourceLockImpl on SessionReestablished): re-create the node with the same
+        value; a lock another broker took meanwhile (LockBusy) is lost and its bundle unloaded
+        locally. Choice: LockBusy marks the lock expired (newer ResourceLockImpl); the older code only
+        logged it and kept serving, which leaves two owners."""
+        self.events.emit("session_lost", broker=self.broker_id,
+                         policy=self.conf.zookeeper_session_expired_policy)
+        if self.conf.zookeeper_session_expired_policy == "shutdown":
+            self.crash()
+            return
+        await self.md.open_session(session_events=True)
+        if self.registered:
+            try:
+                self._update_local_data()
+                stat = await self.md.acquire_lock(paths.broker_path(self.broker_id),
+                                                  self._encode_report())
+                self._report_version = stat.version
+            except MetadataStoreError as e:
+                self.log.warning("could not re-register after session loss", error=str(e))
+        lost = []
+        for bundle, owned in list(self.owned.items()):
+            if not owned.active:
+                continue
+            try:
+                await self.md.acquire_lock(paths.ownership_path(bundle), self._self_owner_info)
+            except MetadataStoreError:
+                lost.append(bundle)
+                owned.active = False
+                if owned.actor is not None:
+                    await owned.actor.close_topics()
+                    owned.actor.kill()
+                self.owned.pop(bundle, None)
+        if self.is_leader:
+            await self._elect()
+        await self._refresh_available_brokers()
+        self.events.emit("session_reestablished", broker=self.broker_id, lost_bundles=lost)
 
     # ================================================================== load reports
 

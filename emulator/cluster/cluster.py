@@ -110,15 +110,17 @@ class Cluster:
 
     # ------------------------------------------------------------------ namespaces
 
-    async def create_namespace(self, namespace: str, bundles: int | None = None) -> NamespaceBundles:
-        """Write the namespace's local policies with `bundles` equal ranges (PulsarAdmin createNamespace)."""
+    async def create_namespace(self, namespace: str, bundles: int | None = None, *,
+                               anti_affinity_group: str | None = None) -> NamespaceBundles:
+        """Write the namespace's local policies with `bundles` equal ranges (PulsarAdmin createNamespace),
+        and its anti-affinity group (setNamespaceAntiAffinityGroup) if given."""
         n = bundles if bundles is not None else self.conf.default_number_of_namespace_bundles
         if n < 1:
             raise ValueError(f"namespace {namespace}: bundles = {n}; must be >= 1")
         nb = NamespaceBundles.default(namespace, n)
         assert self._admin is not None
-        await self._admin.set(paths.local_policies_path(namespace),
-                              msgspec.json.encode(LocalPolicies.from_namespace_bundles(nb)))
+        await self._admin.set(paths.local_policies_path(namespace), msgspec.json.encode(
+            LocalPolicies.from_namespace_bundles(nb, anti_affinity_group)))
         return nb
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
@@ -174,6 +176,16 @@ class Cluster:
             broker.crash()
             return False
         raise ValueError(f"stop mode = {mode!r}; expected graceful, sigterm or kill")
+
+    async def expire_session(self, broker_id: str) -> bool:
+        """Fault: the broker's metadata session expires now (as after a long GC pause or partition).
+        Its ephemeral nodes vanish at once; the broker then follows zookeeperSessionExpiredPolicy."""
+        from .metadata_messages import ExpireSession
+
+        broker = self._live_broker(broker_id)
+        if broker.md.session_id is None:
+            return False
+        return await self.store.ask(ExpireSession(broker.md.session_id))
 
     # ------------------------------------------------------------------ admin operations
 

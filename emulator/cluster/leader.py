@@ -20,6 +20,7 @@ import msgspec
 
 import strategies
 from emulator.model.loaddata import BundleData, LocalBrokerData
+from emulator.model.policies import LocalPolicies, PolicyView
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from emulator.model.bundles import parse_bundle, bundle_range_name
@@ -87,7 +88,10 @@ class LoadManagerLeader(Actor):
             self.conf, self.placement, self.rng, broker_id=self.broker.broker_id,
             persisted_bundle_data=persisted, shedding_strategy=self.shedder,
         )
+        self._policies = PolicyView()
         await self.md.watch(paths.BROKERS)
+        await self.md.watch(paths.LOCAL_POLICIES)
+        await self._read_policies()
         self._available = await self.md.children(paths.BROKERS)
         for b in self._available:
             self._reports[b] = await self._read_report(b)
@@ -107,6 +111,19 @@ class LoadManagerLeader(Actor):
                     if node is not None:
                         out[f"{tenant}/{ns}/{rng}"] = msgspec.json.decode(node.data, type=BundleData)
         return out
+
+    async def _read_policies(self) -> None:
+        """Namespace local policies (anti-affinity groups) for the filters: read at start and again on
+        every change under /admin/local-policies."""
+        local: dict[str, LocalPolicies] = {}
+        for tenant in await self.md.children(paths.LOCAL_POLICIES):
+            for ns in await self.md.children(f"{paths.LOCAL_POLICIES}/{tenant}"):
+                node = await self.md.get(f"{paths.LOCAL_POLICIES}/{tenant}/{ns}")
+                if node is not None and node.data:
+                    local[f"{tenant}/{ns}"] = msgspec.json.decode(node.data, type=LocalPolicies)
+        self._policies = PolicyView(local_policies=local)
+        if self.lm is not None:
+            self.lm.policies = self._policies
 
     async def _read_report(self, broker: str) -> LocalBrokerData | None:
         node = await self.md.get(paths.broker_path(broker))
@@ -150,6 +167,10 @@ class LoadManagerLeader(Actor):
         """handleDataNotification: any change under /loadbalance/brokers -> list the live brokers and
         reap preallocations to dead ones, then (re-read the changed report and) updateAll."""
         path = note.path
+        if path.startswith(paths.LOCAL_POLICIES):
+            if note.type != "ChildrenChanged" and path.count("/") == 4:
+                self.start_soon(self._read_policies)
+            return
         if not path.startswith(paths.BROKERS):
             return
         changed = None if path == paths.BROKERS else path.rsplit("/", 1)[1]

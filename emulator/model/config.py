@@ -139,6 +139,8 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     metadata_store_operation_timeout_seconds: int = 30
     zookeeper_session_expired_policy: str = "reconnect"
     keep_alive_interval_seconds: int = 30
+    expose_bundles_metrics_in_prometheus: bool = False
+    """Opt-in `pulsar_bundle_*` metrics (ServiceConfiguration.exposeBundlesMetricsInPrometheus)."""
 
     # --- Emulator-only switches (no Pulsar key; each names a deviation, default = Pulsar) -----------
     emulator_preallocation_enabled: bool = True
@@ -363,6 +365,7 @@ _PULSAR_KEYS: tuple[str, ...] = (
     "maxConcurrentLookupRequest", "maxConcurrentTopicLoadRequest", "brokerShutdownTimeoutMs",
     "metadataStoreSessionTimeoutMillis", "zooKeeperSessionTimeoutMillis",
     "metadataStoreOperationTimeoutSeconds", "zookeeperSessionExpiredPolicy", "keepAliveIntervalSeconds",
+    "exposeBundlesMetricsInPrometheus",
 )  # fmt: skip
 
 # field -> one of int, float, bool, str, list, "optfloat"
