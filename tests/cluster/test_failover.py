@@ -30,7 +30,8 @@ async def test_killing_the_leader_elects_a_new_one_and_lookups_continue():
         assert cluster.leader() == old
         new = await cluster.wait_for_leader(timeout=60)
         assert new != old and new in cluster.live_brokers()
-        assert cluster.system.clock.now() - killed_at >= 30.0
+        # the session expires 30 s after the last heartbeat (sent every 10 s), so 20-30 s after the kill
+        assert 20.0 <= cluster.system.clock.now() - killed_at <= 31.0
         assert [b for b in cluster.live_brokers() if cluster.brokers[b].is_leader] == [new]
 
         # lookups continue: new topics get owners through the new leader
@@ -61,11 +62,11 @@ async def test_crashed_broker_keeps_its_bundles_until_its_session_expires():
         # clients lost their connections at once, but ownership stays with the dead broker...
         await anyio.sleep(1.0)
         assert client.connected_count() < 300
-        await anyio.sleep(27.0)
+        await anyio.sleep(18.0)
         assert all(cluster.ownership().get(b) == victim for b in victim_bundles)
         # ...until its metadata session expires (30 s), then clients re-acquire them elsewhere
         t = await cluster.wait_until(lambda: client.connected_count() == 300, timeout=600)
-        assert t - crash_t >= 30.0
+        assert t - crash_t >= 20.0
         after = cluster.ownership()
         assert all(after[b] != victim and after[b] in cluster.live_brokers() for b in victim_bundles)
         assert victim not in cluster.store.peek_children("/loadbalance/brokers")
