@@ -72,7 +72,6 @@ async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
         assert unload["bundle_data"]["short_throughput"] > 0
         assert unload["destination"] == unload["trace"]["chosen"] != unload["broker"]
         assert unload["destination"] in unload["trace"]["candidates"]
-        assert unload["t"] >= plan["t"]
 
 
 def cluster_plans(cluster) -> list[dict]:
