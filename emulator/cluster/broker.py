@@ -119,11 +119,13 @@ class OwnedBundle:
 class BrokerStats:
     """Plain counters the observers read (Pulsar's lookup metrics are derived from these)."""
 
-    __slots__ = ("lookups", "answers", "redirects", "failures", "too_many", "pending", "assignments")
+    __slots__ = ("lookups", "answers", "redirects", "failures", "too_many", "pending", "assignments",
+                 "lookup_seconds")
 
     def __init__(self) -> None:
         self.lookups = self.answers = self.redirects = self.failures = 0
         self.too_many = self.pending = self.assignments = 0
+        self.lookup_seconds = 0.0   # emulated time spent answering lookups (pulsar_broker_lookup sum)
 
 
 class Broker(Actor):
@@ -275,6 +277,7 @@ class Broker(Actor):
 
     async def _lookup(self, msg: LookupTopic, reply: Reply) -> None:
         stats = self.stats
+        started = self.now
         try:
             try:
                 result = await self._lookup_topic(msg)
@@ -300,6 +303,7 @@ class Broker(Actor):
             )
         finally:
             stats.pending -= 1
+            stats.lookup_seconds += self.now - started
         reply.ok(response)
 
     async def _lookup_topic(self, msg: LookupTopic) -> _Result:

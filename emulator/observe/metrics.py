@@ -1,0 +1,474 @@
+"""Pulsar's Prometheus metrics for one emulated cluster, in a registry of its own.
+
+`ClusterMetrics(cluster)` owns one `prometheus_client.CollectorRegistry` (never the process-wide default,
+so several clusters in one process do not clash) with a single custom collector. Levels (usages, rates,
+topic counts, lookup counters) are read from the cluster's plain state when a scrape or a recorder
+sample collects; what only events know (unloads, splits, bundle moves, reconnects, outages) is tallied by
+a listener on `cluster.events`. Both are read on the event loop's thread (see `emulator.observe.http`), so
+a collect sees one consistent instant of emulated time.
+
+No prometheus-client metric objects are used: their `_created` samples carry wall-clock timestamps, which
+would make two runs with the same seed record different samples. Every family is built at collect time.
+
+Names, types, labels and units follow spec pulsar-metrics.md §A:
+
+* `pulsar_lb_{cpu,memory,directMemory,bandwidth_in,bandwidth_out}_usage{cluster,broker,metric="loadBalancing"}`:
+  percent, float32 as `ResourceUsage.percentUsage()`, from the broker's latest local data (refreshed on
+  every load-report tick, as `updateLoadBalancingMetrics`);
+* `pulsar_lb_unload_broker_total`, `pulsar_lb_unload_bundle_total` `{cluster,metric="bundleUnloading"}`
+  and `pulsar_lb_bundles_split_total{cluster,metric="bundlesSplit"}`: typed **gauge**, exactly as
+  Pulsar's `brk_*` → `pulsar_*` rendering does. Choice: one series per cluster summed over every leader
+  of the run (Pulsar keeps one per leader process; the sum is what a dashboard adds up), so the values
+  equal the decision log's `unload` / successful `split` counts;
+* `pulsar_broker_lookup{cluster,broker}`: summary in ms (count and sum; no quantiles are computed),
+  `pulsar_broker_lookup_{answers,redirects,failures}` counters (`_total` samples),
+  `pulsar_broker_lookup_pending_requests` gauge. TooManyRequests rejections happen before
+  `getBrokerServiceUrlAsync` in Pulsar, so they are not failures there: they are exported as
+  `pulsar_lb_emulator_lookup_rejected_total`;
+* `pulsar_broker_load_manager_bundle_assigment` (sic) summary in ms per deciding broker: a selection takes
+  no emulated time, so the sum stays 0 and the count is the number of `selectBrokerForAssignment` calls;
+* `pulsar_broker_{topics,producers,consumers}_count`, `pulsar_broker_rate_{in,out}` (msg/s),
+  `pulsar_broker_throughput_{in,out}` (bytes/s) per broker (rates from the latest local data);
+* `pulsar_topic_load_times{cluster,broker}` summary in ms: one observation per topic first attached on a
+  broker; topic loads take no emulated time (no managed ledger), so the sum stays 0;
+* opt-in `pulsar_bundle_{msg_rate_in,msg_rate_out,topics_count,consumer_count,producer_count,
+  msg_throughput_in,msg_throughput_out}{cluster,broker,bundle,metric="bundle"}` when the conf's
+  `exposeBundlesMetricsInPrometheus` is true.
+
+Emulator additions (`pulsar_lb_emulator_*`): emulated time, the weighted max usage the load manager uses,
+bundle counts, the leader, leader elections, bundle moves, reconnects and their latency, unavailable
+topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
+shedding time. A dead broker exports nothing, as a dead process would.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    SummaryMetricFamily,
+)
+from prometheus_client.exposition import generate_latest
+from prometheus_client.utils import floatToGoString
+
+from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.cluster.cluster import Cluster
+    from emulator.cluster.events import Event
+
+__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS"]
+
+RECONNECT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+"""Seconds from a producer/consumer's disconnect to its reconnect (backoff starts at 100 ms)."""
+
+REPORT_AGE_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0)
+"""Seconds; a report is rewritten at least every loadBalancerReportUpdateMaxIntervalMinutes (15)."""
+
+_USAGES = (
+    ("pulsar_lb_cpu_usage", "cpu", "CPU usage, percent"),
+    ("pulsar_lb_memory_usage", "memory", "JVM heap memory usage, percent"),
+    ("pulsar_lb_directMemory_usage", "direct_memory", "JVM direct memory usage, percent"),
+    ("pulsar_lb_bandwidth_in_usage", "bandwidth_in", "Inbound NIC bandwidth usage, percent"),
+    ("pulsar_lb_bandwidth_out_usage", "bandwidth_out", "Outbound NIC bandwidth usage, percent"),
+)
+
+_BUNDLE_GAUGES = (
+    ("pulsar_bundle_msg_rate_in", "msg_rate_in", "Bundle inbound message rate, msg/s"),
+    ("pulsar_bundle_msg_rate_out", "msg_rate_out", "Bundle outbound message rate, msg/s"),
+    ("pulsar_bundle_topics_count", "topics", "Topics in the bundle"),
+    ("pulsar_bundle_consumer_count", "consumer_count", "Consumers on the bundle's topics"),
+    ("pulsar_bundle_producer_count", "producer_count", "Producers on the bundle's topics"),
+    ("pulsar_bundle_msg_throughput_in", "msg_throughput_in", "Bundle inbound throughput, bytes/s"),
+    ("pulsar_bundle_msg_throughput_out", "msg_throughput_out", "Bundle outbound throughput, bytes/s"),
+)
+
+
+class _Histogram:
+    """Fixed-bucket histogram kept as plain numbers (no prometheus-client object: no wall time)."""
+
+    __slots__ = ("bounds", "counts", "total", "count")
+
+    def __init__(self, bounds: Iterable[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)
+        self.total = 0.0
+        self.count = 0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1   # le: value <= bound
+        self.total += value
+        self.count += 1
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out, running = [], 0
+        for bound, n in zip(self.bounds + (math.inf,), self.counts):
+            running += n
+            out.append((floatToGoString(bound), float(running)))
+        return out
+
+
+class _Tally:
+    """What only events tell: fed by a `cluster.events` listener, read at collect time.
+
+    Counting starts when the metrics attach (right after `Cluster.start`), except leader elections, which
+    `ClusterEvents.counts` has kept from the start. Bundle owners and loaded topics are seeded from the
+    cluster's state at attach time."""
+
+    def __init__(self, cluster: "Cluster") -> None:
+        self.cluster = cluster
+        self.unload_bundles = 0
+        self.unload_brokers = 0
+        self.splits = 0
+        self.bundle_moves = 0
+        self.reconnects = 0
+        self.disconnects = 0
+        self.unavailable_done = 0.0
+        self._unavailable_reported = 0.0
+        self.reconnect_latency = _Histogram(RECONNECT_BUCKETS)
+        self.report_age = _Histogram(REPORT_AGE_BUCKETS)
+        self.assignments: dict[str, int] = {}        # deciding broker -> selectBrokerForAssignment calls
+        self.topic_loads: dict[str, int] = {}        # broker -> topics loaded there so far
+        self.down: dict[tuple[str, int], float] = {}  # (client, handle) -> disconnected since (s)
+        self._cycle_brokers: set[str] = set()
+        self._owner: dict[str, str] = dict(cluster.ownership())
+        self._loaded: dict[str, set[str]] = {}        # broker -> topics currently loaded there
+        for broker_id, broker in cluster.brokers.items():
+            if broker.alive:
+                self._loaded[broker_id] = {t for o in broker.owned.values() if o.actor is not None
+                                           for t in o.actor.topics}
+        self._decisions: dict[str, Callable[[Any], None]] = {
+            "shedding_plan": self._on_shedding_plan,
+            "unload": self._on_unload,
+            "split": self._on_split,
+        }
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            "decision": self._on_decision,
+            "assignment": self._on_assignment,
+            "bundle_owned": self._on_bundle_owned,
+            "bundle_unloaded": self._on_bundle_unloaded,
+            "broker_crashed": self._on_broker_gone,
+            "broker_stopped": self._on_broker_gone,
+            "handle_connected": self._on_attached,
+            "handle_disconnected": self._on_disconnected,
+            "handle_reconnected": self._on_reconnected,
+        }
+        self._unsubscribe = cluster.events.subscribe(self._on_event)
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    def _on_event(self, event: "Event") -> None:
+        handler = self._handlers.get(event["kind"])
+        if handler is not None:
+            handler(event)
+
+    # ------------------------------------------------------------------ leader decisions
+
+    def _on_decision(self, event: "Event") -> None:
+        handler = self._decisions.get(event["decision"])
+        if handler is not None:
+            handler(event)
+
+    def _on_shedding_plan(self, event: "Event") -> None:
+        """A new doLoadShedding cycle: unload_broker_total counts brokers once per cycle (Pulsar's
+        `unloadBrokerCount += brokers unloaded from`); also the age of each report the shedder read."""
+        self._cycle_brokers = set()
+        now = event["t"]
+        for last_update in self._leader_report_times():
+            self.report_age.observe(max(0.0, now - last_update / 1000.0))
+
+    def _leader_report_times(self) -> list[int]:
+        leader = self.cluster.leader()
+        broker = self.cluster.brokers.get(leader) if leader else None
+        lm = getattr(getattr(broker, "leader_actor", None), "lm", None)
+        if lm is None:
+            return []
+        return [bd.local_data.last_update for _, bd in sorted(lm.load_data.broker_data.items())]
+
+    def _on_unload(self, event: "Event") -> None:
+        self.unload_bundles += 1
+        broker = event.get("broker")
+        if broker not in self._cycle_brokers:
+            self._cycle_brokers.add(broker)
+            self.unload_brokers += 1
+
+    def _on_split(self, event: "Event") -> None:
+        if event.get("ok"):
+            self.splits += 1
+
+    def _on_assignment(self, event: "Event") -> None:
+        if event.get("affinity"):   # the unload destination answered: no selectBrokerForAssignment
+            return
+        decider = event.get("leader") or ""
+        self.assignments[decider] = self.assignments.get(decider, 0) + 1
+
+    # ------------------------------------------------------------------ ownership
+
+    def _on_bundle_owned(self, event: "Event") -> None:
+        bundle, broker = event["bundle"], event["broker"]
+        previous = self._owner.get(bundle)
+        if previous is not None and previous != broker:
+            self.bundle_moves += 1
+        self._owner[bundle] = broker
+
+    def _on_bundle_unloaded(self, event: "Event") -> None:
+        loaded = self._loaded.get(event["broker"])
+        if not loaded:
+            return
+        namespace, lower, upper = parse_bundle(event["bundle"])
+        last = upper == FULL_UPPER
+        for topic in [t for t in loaded if topic_namespace(t) == namespace]:
+            h = topic_hash(topic)
+            if lower <= h < upper or (last and h == upper):
+                loaded.discard(topic)
+
+    def _on_broker_gone(self, event: "Event") -> None:
+        self._loaded.pop(event["broker"], None)
+
+    # ------------------------------------------------------------------ clients
+
+    def _on_attached(self, event: "Event") -> None:
+        broker = event["broker"]
+        loaded = self._loaded.get(broker)
+        if loaded is None:
+            loaded = self._loaded[broker] = set()
+        topic = event["topic"]
+        if topic not in loaded:
+            loaded.add(topic)
+            self.topic_loads[broker] = self.topic_loads.get(broker, 0) + 1
+
+    def _on_disconnected(self, event: "Event") -> None:
+        self.disconnects += 1
+        self.down[(event["client"], event["handle"])] = event["t"]
+
+    def _on_reconnected(self, event: "Event") -> None:
+        self._on_attached(event)
+        self.reconnects += 1
+        unavailable = float(event["unavailable"])
+        self.reconnect_latency.observe(unavailable)
+        self.down.pop((event["client"], event["handle"]), None)
+        self.unavailable_done += unavailable
+
+    def unavailable_seconds(self, now: float) -> float:
+        """Completed outages plus the ones still running, never decreasing (it is a counter).
+
+        A handle closed while disconnected leaves no event; its outage is ended at the first collect
+        that sees it closed."""
+        ongoing = 0.0
+        clients = self.cluster.clients
+        for key, since in list(self.down.items()):
+            client = clients.get(key[0])
+            handle = client.handles.get(key[1]) if client is not None else None
+            if handle is None or handle.state != "connecting":
+                del self.down[key]
+                self.unavailable_done += max(0.0, now - since)
+            else:
+                ongoing += max(0.0, now - since)
+        value = max(self._unavailable_reported, self.unavailable_done + ongoing)
+        self._unavailable_reported = value
+        return value
+
+
+class _ClusterCollector:
+    """Builds every family from the cluster's state and the tally; see the module docstring."""
+
+    def __init__(self, cluster: "Cluster", tally: _Tally) -> None:
+        self.cluster = cluster
+        self.tally = tally
+
+    def collect(self) -> Iterator[Any]:
+        cluster, tally = self.cluster, self.tally
+        name = cluster.name
+        now = cluster.system.clock.now()
+        conf = cluster.conf
+        live = [(b, cluster.brokers[b]) for b in sorted(cluster.brokers) if cluster.brokers[b].alive]
+        leader = cluster.leader()
+        B = ("cluster", "broker")
+
+        t = GaugeMetricFamily("pulsar_lb_emulator_time_seconds", "Emulated time since the run started, s",
+                              labels=("cluster",))
+        t.add_metric((name,), now)
+        yield t
+
+        # --- load balancing (ModularLoadManagerImpl.updateLoadBalancingMetrics) -------------------
+        for metric_name, attr, doc in _USAGES:
+            g = GaugeMetricFamily(metric_name, doc, labels=("cluster", "broker", "metric"))
+            for broker_id, broker in live:
+                g.add_metric((name, broker_id, "loadBalancing"),
+                             getattr(broker.local_data, attr).percent_usage())
+            yield g
+        g = GaugeMetricFamily("pulsar_lb_emulator_broker_max_usage",
+                              "Weighted max resource usage the load manager uses "
+                              "(getMaxResourceUsageWithWeight), percent", labels=B)
+        for broker_id, broker in live:
+            g.add_metric((name, broker_id), broker.local_data.weighted_max_usage(conf) * 100.0)
+        yield g
+
+        unload = ("cluster", "metric")
+        for metric_name, value, doc in (
+                ("pulsar_lb_unload_broker_total", tally.unload_brokers,
+                 "Brokers that had bundles unloaded, once per shedding cycle (Pulsar types it gauge)"),
+                ("pulsar_lb_unload_bundle_total", tally.unload_bundles,
+                 "Bundles unloaded by the shedding loop (Pulsar types it gauge)")):
+            g = GaugeMetricFamily(metric_name, doc, labels=unload)
+            g.add_metric((name, "bundleUnloading"), value)
+            yield g
+        g = GaugeMetricFamily("pulsar_lb_bundles_split_total",
+                              "Bundles split by the leader's split check (Pulsar types it gauge)", labels=unload)
+        g.add_metric((name, "bundlesSplit"), tally.splits)
+        yield g
+
+        if conf.expose_bundles_metrics_in_prometheus:
+            yield from self._bundle_families(name, live)
+
+        # --- broker totals (NamespaceStatsAggregator.printBrokerStats) ---------------------------
+        for metric_name, doc, get in (
+                ("pulsar_broker_topics_count", "Topics loaded on the broker",
+                 lambda br: sum(len(o.actor.topics) for o in br.owned.values()
+                                if o.active and o.actor is not None)),
+                ("pulsar_broker_producers_count", "Producers on the broker", lambda br: br.local_data.num_producers),
+                ("pulsar_broker_consumers_count", "Consumers on the broker", lambda br: br.local_data.num_consumers),
+                ("pulsar_broker_rate_in", "Inbound message rate, msg/s", lambda br: br.local_data.msg_rate_in),
+                ("pulsar_broker_rate_out", "Outbound message rate, msg/s", lambda br: br.local_data.msg_rate_out),
+                ("pulsar_broker_throughput_in", "Inbound throughput, bytes/s",
+                 lambda br: br.local_data.msg_throughput_in),
+                ("pulsar_broker_throughput_out", "Outbound throughput, bytes/s",
+                 lambda br: br.local_data.msg_throughput_out),
+                ("pulsar_lb_emulator_bundles_count", "Bundles the broker owns (active)",
+                 lambda br: sum(1 for o in br.owned.values() if o.active)),
+                ("pulsar_lb_emulator_is_leader", "1 on the broker holding /loadbalance/leader",
+                 lambda br: 1.0 if br.broker_id == leader else 0.0)):
+            g = GaugeMetricFamily(metric_name, doc, labels=B)
+            for broker_id, broker in live:
+                g.add_metric((name, broker_id), get(broker))
+            yield g
+
+        # --- lookups (NamespaceService, BrokerService) ------------------------------------------
+        summary = SummaryMetricFamily("pulsar_broker_lookup", "Latency of lookups (getBrokerServiceUrlAsync), ms",
+                                      labels=B)
+        answers = CounterMetricFamily("pulsar_broker_lookup_answers", "Lookups answered with an owner", labels=B)
+        redirects = CounterMetricFamily("pulsar_broker_lookup_redirects", "Lookups answered with a redirect",
+                                        labels=B)
+        failures = CounterMetricFamily("pulsar_broker_lookup_failures", "Lookups that failed", labels=B)
+        rejected = CounterMetricFamily("pulsar_lb_emulator_lookup_rejected",
+                                       "Lookups refused with TooManyRequests (maxConcurrentLookupRequest)", labels=B)
+        pending = GaugeMetricFamily("pulsar_broker_lookup_pending_requests", "Lookups in flight", labels=B)
+        for broker_id, broker in live:
+            s = broker.stats
+            failed = s.failures - s.too_many
+            labels = (name, broker_id)
+            summary.add_metric(labels, count_value=s.answers + s.redirects + failed,
+                               sum_value=getattr(s, "lookup_seconds", 0.0) * 1000.0)
+            answers.add_metric(labels, s.answers)
+            redirects.add_metric(labels, s.redirects)
+            failures.add_metric(labels, failed)
+            rejected.add_metric(labels, s.too_many)
+            pending.add_metric(labels, s.pending)
+        yield from (summary, answers, redirects, failures, rejected, pending)
+
+        assign = SummaryMetricFamily("pulsar_broker_load_manager_bundle_assigment",
+                                     "Latency of selectBrokerForAssignment, ms (Pulsar's spelling)", labels=B)
+        for decider in sorted(tally.assignments):
+            assign.add_metric((name, decider), count_value=tally.assignments[decider], sum_value=0.0)
+        yield assign
+
+        loads = SummaryMetricFamily("pulsar_topic_load_times", "Topic load latency, ms", labels=B)
+        for broker_id, _ in live:
+            loads.add_metric((name, broker_id), count_value=tally.topic_loads.get(broker_id, 0), sum_value=0.0)
+        yield loads
+
+        # --- emulator additions -----------------------------------------------------------------
+        C = ("cluster",)
+        for family, metric_name, doc, value in (
+                (CounterMetricFamily, "pulsar_lb_emulator_leader_changes",
+                 "Leader elections won (the first one included)", cluster.events.counts["leader_elected"]),
+                (CounterMetricFamily, "pulsar_lb_emulator_bundle_moves",
+                 "Bundles that became owned by a broker other than their previous owner", tally.bundle_moves),
+                (CounterMetricFamily, "pulsar_lb_emulator_reconnects",
+                 "Producers/consumers reconnected after a disconnect", tally.reconnects),
+                (CounterMetricFamily, "pulsar_lb_emulator_disconnects",
+                 "Producers/consumers disconnected by an unload, a close or a crash", tally.disconnects),
+                (CounterMetricFamily, "pulsar_lb_emulator_unavailable_topic_seconds",
+                 "Seconds producers/consumers spent disconnected, summed over handles",
+                 tally.unavailable_seconds(now)),
+                (GaugeMetricFamily, "pulsar_lb_emulator_disconnected_handles",
+                 "Producers/consumers currently waiting to reconnect", len(tally.down))):
+            f = family(metric_name, doc, labels=C)
+            f.add_metric((name,), value)
+            yield f
+
+        lookups = redirected = lookup_failed = 0
+        for client in cluster.clients.values():
+            lookups += client.stats.lookups
+            redirected += client.stats.lookup_redirects
+            lookup_failed += client.stats.lookups_failed
+        for metric_name, doc, value in (
+                ("pulsar_lb_emulator_client_lookups", "Lookups started by clients", lookups),
+                ("pulsar_lb_emulator_client_lookup_redirects", "Redirects followed by clients", redirected),
+                ("pulsar_lb_emulator_client_lookup_failures", "Client lookups that failed", lookup_failed)):
+            f = CounterMetricFamily(metric_name, doc, labels=C)
+            f.add_metric((name,), value)
+            yield f
+        ratio = GaugeMetricFamily("pulsar_lb_emulator_redirects_per_lookup",
+                                  "Redirects followed per client lookup (NaN before the first)", labels=C)
+        ratio.add_metric((name,), redirected / lookups if lookups else math.nan)
+        yield ratio
+
+        for metric_name, doc, hist in (
+                ("pulsar_lb_emulator_reconnect_latency_seconds",
+                 "Seconds from a producer/consumer's disconnect to its reconnect", tally.reconnect_latency),
+                ("pulsar_lb_emulator_load_report_age_seconds",
+                 "Age of each broker report the leader's shedder read, s", tally.report_age)):
+            h = HistogramMetricFamily(metric_name, doc, labels=C)
+            h.add_metric((name,), hist.buckets(), sum_value=hist.total)
+            yield h
+
+    def _bundle_families(self, name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
+        """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""
+        for metric_name, attr, doc in _BUNDLE_GAUGES:
+            g = GaugeMetricFamily(metric_name, doc, labels=("cluster", "broker", "bundle", "metric"))
+            for broker_id, broker in live:
+                stats = broker.local_data.last_stats
+                for bundle in sorted(stats):
+                    g.add_metric((name, broker_id, bundle, "bundle"), getattr(stats[bundle], attr))
+            yield g
+
+
+class ClusterMetrics:
+    """One cluster's metrics: `registry` for scrapes, `samples()` for the recorder, both the same data.
+
+    Read on the event loop's thread (collecting walks live actor state)."""
+
+    def __init__(self, cluster: "Cluster") -> None:
+        self.cluster = cluster
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.tally = _Tally(cluster)
+        self.registry.register(_ClusterCollector(cluster, self.tally))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Stop listening to the cluster's events (the registry stays readable)."""
+        self.tally.close()
+
+    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
+        """(sample name as exposed, labels, value) straight from `registry.collect()`."""
+        for family in self.registry.collect():
+            for sample in family.samples:
+                yield sample.name, sample.labels, sample.value
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of the registry (what `/metrics` serves)."""
+        return generate_latest(self.registry)
+
+    def value(self, name: str, **labels: str) -> float | None:
+        """One sample's value (first match on the given labels), for tests and summaries."""
+        for sample_name, sample_labels, value in self.samples():
+            if sample_name == name and all(sample_labels.get(k) == v for k, v in labels.items()):
+                return value
+        return None

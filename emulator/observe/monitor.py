@@ -1,0 +1,217 @@
+"""The `monitor-brokers` table (pulsar-perf BrokerMonitor, Modular Load Manager layout; spec §B.3).
+
+For every broker registered under `/loadbalance/brokers`, a "Broker Data for <broker>" table built from
+its last written report (`LocalBrokerData`) and its `/loadbalance/broker-time-average/<broker>` node:
+
+    SYSTEM | CPU % | MEMORY % | DIRECT % | BW IN % | BW OUT % | MAX %      (MAX = getMaxResourceUsage()*100)
+    COUNT  | TOPIC | BUNDLE | PRODUCER | CONSUMER | BUNDLE + | BUNDLE -
+    LATEST | MSG/S IN | MSG/S OUT | TOTAL | KB/S IN | KB/S OUT | TOTAL   (and SHORT, LONG from time averages)
+
+then the "Overall Broker Data" table (BROKER | BUNDLE | MSG/S | LONG/S | KB/S | MAX %, plus TOTAL).
+Pulsar's quirks are kept: broker rows put KB/s under LONG/S and the long-term rate under KB/s (the TOTAL
+row follows the header), and the overall MAX % column holds the fraction `getMaxResourceUsage()`, not a
+percentage. Cells are 14 characters (60 for the overall broker column), `%.2f` with Java's rounding
+(HALF_UP on the shortest decimal representation; float32 values as Float.toString sees them). Brokers
+are listed in sorted order (Java walks a ConcurrentHashMap).
+
+`broker_rows(cluster)` reads the metadata store directly; `monitor(url)` reads the same nodes through a
+running emulator's read-only HTTP views, so both print the same table for the same instant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import msgspec
+import numpy as np
+
+from emulator.model.loaddata import LocalBrokerData, TimeAverageBrokerData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.cluster.cluster import Cluster
+
+__all__ = ["BrokerRow", "MonitorError", "broker_rows", "format_broker_table", "make_table", "monitor"]
+
+BROKERS_PATH = "/loadbalance/brokers"
+TIME_AVERAGE_PATH = "/loadbalance/broker-time-average"
+
+_MESSAGE_FIELDS = ("MSG/S IN", "MSG/S OUT", "TOTAL", "KB/S IN", "KB/S OUT", "TOTAL")
+_SYSTEM_ROW = ("SYSTEM", "CPU %", "MEMORY %", "DIRECT %", "BW IN %", "BW OUT %", "MAX %")
+_COUNT_ROW = ("COUNT", "TOPIC", "BUNDLE", "PRODUCER", "CONSUMER", "BUNDLE +", "BUNDLE -")
+_GLOBAL_HEADER = ("BROKER", "BUNDLE", "MSG/S", "LONG/S", "KB/S", "MAX %")
+
+
+class MonitorError(RuntimeError):
+    """The emulator at the given URL could not be read."""
+
+
+class BrokerRow(msgspec.Struct):
+    """One broker as BrokerMonitor sees it: its report and its time averages (None if not written)."""
+
+    broker: str
+    local: LocalBrokerData
+    time_average: TimeAverageBrokerData | None = None
+
+
+class _F32(float):
+    """A Java `float` cell: formatted from its float32 shortest representation."""
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def rows_from_nodes(children: Sequence[str], get: Callable[[str], bytes | None]) -> list[BrokerRow]:
+    """Rows from `/loadbalance/brokers` children and a node reader (the store, or the HTTP view)."""
+    rows = []
+    for broker in sorted(children):
+        data = get(f"{BROKERS_PATH}/{broker}")
+        if data is None:          # gone between the listing and the read: "Lost broker"
+            continue
+        local = msgspec.json.decode(data, type=LocalBrokerData)
+        avg = get(f"{TIME_AVERAGE_PATH}/{broker}")
+        rows.append(BrokerRow(broker, local,
+                              None if avg is None else msgspec.json.decode(avg, type=TimeAverageBrokerData)))
+    return rows
+
+
+def broker_rows(cluster: "Cluster") -> list[BrokerRow]:
+    """The table's inputs read straight from the cluster's metadata store (no message, no latency)."""
+    store = cluster.store
+    return rows_from_nodes(store.peek_children(BROKERS_PATH), store.peek)
+
+
+def monitor(url: str, *, timeout: float = 10.0) -> str:
+    """`pulsar-lb-emulator monitor --url http://127.0.0.1:PORT`: the table of a running emulator."""
+    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"url = {url!r}: expected http://HOST:PORT of an emulator started with --metrics-port")
+    base = url.rstrip("/")
+
+    def fetch(view: str, path: str) -> bytes | None:
+        query = urllib.parse.urlencode({"path": path})
+        try:
+            with urllib.request.urlopen(f"{base}{view}?{query}", timeout=timeout) as resp:
+                return resp.read()
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise MonitorError(f"{base}{view}: HTTP {e.code} {e.reason}") from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise MonitorError(f"cannot read {base}: {reason}") from None
+
+    listing = fetch("/emulator/metadata/children", BROKERS_PATH)
+    children = json.loads(listing) if listing is not None else []
+    return format_broker_table(rows_from_nodes(children, lambda p: fetch("/emulator/metadata", p)))
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _java_decimal(value: float) -> str:
+    """String.format("%.2f", value): HALF_UP on the shortest decimal representation."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    digits = str(np.float32(value)) if isinstance(value, _F32) else repr(float(value))
+    try:
+        return str(Decimal(digits).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    except InvalidOperation:    # beyond Decimal's 28 digits: rounding no longer shows
+        return f"{value:.2f}"
+
+
+def _cell(element: object) -> str:
+    if element is None:
+        return ""
+    if isinstance(element, bool):
+        return "true" if element else "false"
+    if isinstance(element, float):
+        return _java_decimal(element)
+    return str(element)
+
+
+def make_table(rows: Sequence[Sequence[object]], *, length: Callable[[int], int] = lambda column: 14,
+               top: str = "=", bottom: str = "=", left: str = "||", right: str = "||",
+               separator: str = "|", left_padding: int = 0, right_padding: int = 1) -> str:
+    """pulsar-testclient's FixedColumnLengthTableMaker.make: fixed-width cells, long ones cut."""
+    columns = max((len(r) for r in rows), default=0)
+    total = (columns * (left_padding + right_padding + len(separator)) - len(separator)
+             + len(left) + len(right) + sum(length(i) for i in range(columns)))
+    out = [top * total, "\n"]
+    for row in rows:
+        out.append(left)
+        for i in range(columns):
+            text = _cell(row[i]) if i < len(row) else ""
+            width = length(i)
+            text = text[:width]
+            out.append(" " * left_padding + text + " " * (width - len(text) + right_padding))
+            if i != columns - 1:
+                out.append(separator)
+        out.append(right)
+        out.append("\n")
+    out.append(bottom * total)
+    return "".join(out)
+
+
+def _message_row(rate_in: float, rate_out: float, thr_in: float, thr_out: float) -> list[object]:
+    return [None, float(rate_in), float(rate_out), float(rate_in + rate_out), thr_in / 1024,
+            thr_out / 1024, (thr_in + thr_out) / 1024]
+
+
+def broker_table(row: BrokerRow) -> str:
+    """BrokerDataWatcher.printBrokerData: the five label rows, each followed by its values."""
+    local = row.local
+    avg = row.time_average or TimeAverageBrokerData()
+    rows: list[Sequence[object]] = [
+        _SYSTEM_ROW,
+        [None, _F32(local.cpu.percent_usage()), _F32(local.memory.percent_usage()),
+         _F32(local.direct_memory.percent_usage()), _F32(local.bandwidth_in.percent_usage()),
+         _F32(local.bandwidth_out.percent_usage()), _F32(np.float32(local.max_resource_usage()) * np.float32(100))],
+        _COUNT_ROW,
+        [None, local.num_topics, local.num_bundles, local.num_producers, local.num_consumers,
+         len(local.last_bundle_gains), len(local.last_bundle_losses)],
+        ("LATEST",) + _MESSAGE_FIELDS,
+        _message_row(local.msg_rate_in, local.msg_rate_out, local.msg_throughput_in, local.msg_throughput_out),
+        ("SHORT",) + _MESSAGE_FIELDS,
+        _message_row(avg.short_term_msg_rate_in, avg.short_term_msg_rate_out,
+                     avg.short_term_msg_throughput_in, avg.short_term_msg_throughput_out),
+        ("LONG",) + _MESSAGE_FIELDS,
+        _message_row(avg.long_term_msg_rate_in, avg.long_term_msg_rate_out,
+                     avg.long_term_msg_throughput_in, avg.long_term_msg_throughput_out),
+    ]
+    return f"Broker Data for {row.broker}:\n{make_table(rows)}"
+
+
+def overall_table(rows: Sequence[BrokerRow]) -> str:
+    """BrokerMonitor.printGlobalData, column swap and fraction-valued MAX % included."""
+    table: list[Sequence[object]] = [_GLOBAL_HEADER]
+    bundles = 0
+    total_rate = total_long = total_kb = max_max = 0.0
+    for row in rows:
+        local = row.local
+        avg = row.time_average or TimeAverageBrokerData()
+        rate = local.msg_rate_in + local.msg_rate_out
+        long_rate = avg.long_term_msg_rate_in + avg.long_term_msg_rate_out
+        kb = (local.msg_throughput_in + local.msg_throughput_out) / 1024
+        max_usage = float(local.max_resource_usage())
+        table.append([row.broker, local.num_bundles, float(rate), float(kb), float(long_rate), max_usage])
+        bundles += local.num_bundles
+        total_rate += rate
+        total_long += long_rate
+        total_kb += kb
+        max_max = max(max_usage, max_max)
+    table.append(["TOTAL", bundles, total_rate, total_long, total_kb, max_max])
+    text = make_table(table, length=lambda column: 60 if column == 0 else 12, top="*", bottom="*")
+    return f"Overall Broker Data:\n{text}"
+
+
+def format_broker_table(rows: Sequence[BrokerRow]) -> str:
+    """Every broker's table, then the overall one (what `run --monitor-interval` prints)."""
+    return "\n\n".join([broker_table(r) for r in rows] + [overall_table(rows)])

@@ -1,0 +1,314 @@
+"""The run recorder: one folder per run, every file valid JSON lines at any moment.
+
+Files (the contract with the Spark roll-up, /tmp/prompts/interfaces.md "Recording folder"):
+
+* `run.json`: what ran (scenario, seed, effective config, placement, shedder, sweep grid, clock, versions,
+  start/end). Written at start with `"complete": false`, rewritten by `close()`; always replaced
+  atomically (temp file + rename), so a reader never sees half of it.
+* `samples.jsonl`: `{"t", "name", "labels", "value"}` per sample, one block every `interval` emulated
+  seconds (on multiples of the interval), taken from the metrics registry itself, so a recording and a
+  scrape never disagree. `close(complete=True)` adds a last block at the end time if it is not already there.
+* `decisions.jsonl`: the decision log's records (`{"t", "decision", ...}`, same fields as `DecisionLog`).
+* `events.jsonl`: `{"t", "kind", ...}` for scenario events, broker lifecycle, leader changes and client
+  disconnects/reconnects/failures.
+
+Lines are buffered in memory and appended with whole-line `os.write` calls: at every sample block (and
+at least every emulated minute when the interval is longer), when the buffer passes 1 MiB, and on close.
+A process killed at any point therefore leaves every file valid up to its last line, and `run.json` says
+`"complete": false` unless `close(complete=True)` ran.
+
+`close()` is safe from a signal handler: if the signal interrupted a write in progress, run.json gets
+its end (incomplete) at once and that write finishes closing the files when it resumes (lines still
+buffered in memory are lost if the process exits first; every file stays whole lines). Installing the handler with
+`loop.add_signal_handler` or `anyio.open_signal_receiver` (so close runs on the loop) is still preferred.
+
+Determinism: nothing in `samples.jsonl` or `decisions.jsonl` reads the wall clock; the same seed gives
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import math
+import os
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from emulator.observe.decision_log import DECISION_KINDS, to_builtins
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.cluster.cluster import Cluster
+    from emulator.cluster.events import Event
+    from emulator.observe.metrics import ClusterMetrics
+
+__all__ = ["EVENT_KINDS", "Recorder", "FLUSH_EVERY", "versions"]
+
+EVENT_KINDS = frozenset({
+    "scenario_event", "broker_started", "broker_crashed", "broker_stopping", "broker_stopped",
+    "leader_elected", "leader_started", "handle_disconnected", "handle_reconnected", "handle_failed",
+    "admin", "config_changed",
+})
+"""Event kinds copied to events.jsonl (handle_connected, load_report and the like are too many)."""
+
+FLUSH_EVERY = 60.0
+"""Emulated seconds between flushes at most, whatever the sample interval."""
+
+_MAX_BUFFER = 1 << 20
+_VERSION_PACKAGES = (("pulsar_lb_emulator", "pulsar-lb-emulator"), ("anyio", "anyio"),
+                     ("msgspec", "msgspec"), ("prometheus_client", "prometheus-client"),
+                     ("structlog", "structlog"), ("numpy", "numpy"))
+
+
+class Sample(msgspec.Struct):
+    """One line of samples.jsonl (a Struct keeps the key order fixed and encoding fast)."""
+
+    t: float
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the packages a recording depends on."""
+    out = {"python": platform.python_version()}
+    for key, dist in _VERSION_PACKAGES:
+        try:
+            out[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[key] = "unknown"
+    return out
+
+
+def _wall_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class _LineFile:
+    """Append-only JSON-lines file written in whole lines (own buffer, unbuffered fd)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lines: list[bytes] = []
+        self._size = 0
+        self.lines_written = 0
+
+    def add(self, line: bytes) -> None:
+        self._lines.append(line)
+        self._size += len(line)
+
+    @property
+    def buffered(self) -> int:
+        return self._size
+
+    def flush(self) -> None:
+        if not self._lines or self._fd < 0:
+            return
+        data = b"".join(self._lines)
+        n = len(self._lines)
+        self._lines.clear()
+        self._size = 0
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.lines_written += n
+
+    def close(self) -> None:
+        self.flush()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class Recorder:
+    """Records one run of `cluster` into `out_dir` (created if missing; must not hold a recording).
+
+    `run_info` supplies the run.json fields only the caller knows (scenario, scenario_file, seed, config,
+    placement, shedder, grid, clock, speed, duration); missing ones are filled from the cluster. Call
+    `await recorder.run()` in a task for the periodic samples (`emulator.observe.attach.observe` does).
+    """
+
+    def __init__(self, cluster: "Cluster", metrics: "ClusterMetrics", out_dir: str | os.PathLike[str], *,
+                 run_info: dict[str, Any], interval: float = 10.0) -> None:
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) \
+                or not (interval > 0 and math.isfinite(interval)):
+            raise ValueError(f"interval = {interval!r}: must be a finite number of emulated seconds > 0")
+        if not isinstance(run_info, dict):
+            raise TypeError(f"run_info = {run_info!r}: expected a dict of run.json fields")
+        self.cluster = cluster
+        self.metrics = metrics
+        self.interval = float(interval)
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if (self.dir / "run.json").exists():
+            raise ValueError(f"out_dir = {str(self.dir)!r}: already holds a recording (run.json); "
+                             "give a new folder per run")
+        self._encoder = msgspec.json.Encoder()
+        self._clock = cluster.system.clock
+        self._last_t = self._now() or 0.0
+        self._last_sample_t: float | None = None
+        self._last_flush_t = self._last_t
+        self._closed = False
+        self._writing = False
+        self._pending_close: bool | None = None
+        self.info = self._initial_info(run_info)
+        self._write_run_json()
+        self.samples = _LineFile(self.dir / "samples.jsonl")
+        self.decisions = _LineFile(self.dir / "decisions.jsonl")
+        self.events = _LineFile(self.dir / "events.jsonl")
+        self._unsubscribe = cluster.events.subscribe(self._on_event)
+
+    # ------------------------------------------------------------------ run.json
+
+    def _initial_info(self, given: dict[str, Any]) -> dict[str, Any]:
+        cluster = self.cluster
+        clock = self._clock
+        settings = cluster.settings
+        conf = cluster.conf
+        info: dict[str, Any] = {
+            "scenario": "",
+            "scenario_file": None,
+            "seed": cluster.system.seed,
+            "config": conf.to_properties(),
+            "placement": settings.placement or conf.load_balancer_load_placement_strategy,
+            "shedder": settings.shedder or conf.load_balancer_load_shedding_strategy,
+            "grid": {},
+            "clock": getattr(clock, "kind", "virtual"),
+            "speed": float(getattr(clock, "speed", 0.0)),   # 0.0: virtual, as fast as possible
+            "duration": None,
+        }
+        info.update(given)
+        info.update({
+            "emulated_start": self._last_t,
+            "emulated_end": None,
+            "started_at": _wall_now(),
+            "ended_at": None,
+            "complete": False,
+            "versions": versions(),
+            "record_interval": self.interval,
+        })
+        return info
+
+    def _write_run_json(self) -> None:
+        tmp = self.dir / "run.json.tmp"
+        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(to_builtins(self.info)), indent=2) + b"\n")
+        os.replace(tmp, self.dir / "run.json")
+
+    # ------------------------------------------------------------------ time
+
+    def _now(self) -> float | None:
+        try:
+            return self._clock.now()
+        except RuntimeError:   # no running loop (closing after the run)
+            return None
+
+    # ------------------------------------------------------------------ events and decisions
+
+    def _on_event(self, event: "Event") -> None:
+        kind = event["kind"]
+        self._last_t = event["t"]
+        if kind in DECISION_KINDS:
+            record = {k: to_builtins(v) for k, v in event.items()}
+            record["decision"] = record.pop("decision", None) or kind
+            self.decisions.add(self._encoder.encode(record) + b"\n")
+            if self.decisions.buffered > _MAX_BUFFER:
+                self.flush()
+        elif kind in EVENT_KINDS:
+            self.events.add(self._encoder.encode(to_builtins(event)) + b"\n")
+            if self.events.buffered > _MAX_BUFFER:
+                self.flush()
+
+    # ------------------------------------------------------------------ samples
+
+    def sample(self, t: float | None = None) -> int:
+        """Append one block of samples stamped `t` (default: now); returns the number of lines."""
+        if self._closed:
+            return 0
+        if t is None:
+            t = self._now()
+            if t is None:
+                raise RuntimeError("Recorder.sample() without t must run inside the cluster's event loop")
+        encode = self._encoder.encode
+        add = self.samples.add
+        n = 0
+        for name, labels, value in self.metrics.samples():
+            add(encode(Sample(t, name, labels, value)) + b"\n")
+            n += 1
+        self._last_sample_t = self._last_t = t
+        return n
+
+    async def run(self) -> None:
+        """Sample on multiples of `interval` (emulated), flushing at least every `FLUSH_EVERY` s."""
+        interval = self.interval
+        now = self._clock.now()
+        self.sample(now)
+        self.flush(now)
+        k = math.floor(now / interval + 1e-9) + 1          # next sample at k * interval
+        while not self._closed:
+            next_sample = k * interval
+            wake = min(next_sample, self._last_flush_t + FLUSH_EVERY)
+            await anyio.sleep(max(0.0, wake - self._clock.now()))
+            now = self._clock.now()
+            if now >= next_sample - 1e-6:
+                # the virtual clock lands on the deadline give or take a float step: stamp the grid
+                self.sample(next_sample if now - next_sample < 1e-6 else now)
+                k = max(k + 1, math.floor(now / interval + 1e-9) + 1)
+            self.flush(now)
+
+    # ------------------------------------------------------------------ flush and close
+
+    def flush(self, now: float | None = None) -> None:
+        """Append every buffered line to its file (whole lines only)."""
+        if self._writing or self._closed:
+            return
+        self._writing = True
+        try:
+            for f in (self.samples, self.decisions, self.events):
+                f.flush()
+        finally:
+            self._writing = False
+        self._last_flush_t = now if now is not None else self._last_t
+        pending, self._pending_close = self._pending_close, None
+        if pending is not None:
+            self.close(complete=pending)
+
+    def close(self, complete: bool = True) -> bool:
+        """Flush everything and rewrite run.json with the end; idempotent. Returns True once closed.
+
+        `complete=False` is for interrupted runs (SIGINT/SIGTERM): run.json stays marked incomplete."""
+        if self._closed:
+            return True
+        now = self._now()
+        if self._writing:
+            # a signal arrived in the middle of a write: mark the end in run.json now (the process may
+            # exit right after the handler) and let that write finish closing the line files
+            self._pending_close = bool(complete)
+            self._mark_end(now, complete=False)
+            return False
+        if complete and now is not None and self._last_sample_t != now:
+            self.sample(now)
+        self._unsubscribe()
+        self._writing = True
+        try:
+            for f in (self.samples, self.decisions, self.events):
+                f.close()
+        finally:
+            self._writing = False
+        self._closed = True
+        self._mark_end(now, complete=complete)
+        return True
+
+    def _mark_end(self, now: float | None, *, complete: bool) -> None:
+        end = now if now is not None else self._last_t
+        self.info.update({"emulated_end": end, "ended_at": _wall_now(), "complete": bool(complete)})
+        self._write_run_json()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
