@@ -1,8 +1,13 @@
 """The `pulsar-lb-emulator` command.
 
-`run` boots an emulated cluster (brokers, a namespace with its bundles, topics, clients) on the virtual
-clock for `--duration` of emulated time, then prints bundle ownership per broker and the lookup counts.
-Bad input gets one line naming the flag and the value, and exit code 2; never a traceback.
+    pulsar-lb-emulator run [NAME|FILE] [--set key=value ...] [--duration 2h] [--seed 7] ...
+    pulsar-lb-emulator scenarios [show NAME]
+    pulsar-lb-emulator monitor --url http://127.0.0.1:PORT
+    pulsar-lb-emulator rollup RUN_DIR... | sweep SCENARIO --grid k=v1,v2 --seeds 1-5 | report ROLLUP_DIR
+
+Bad input (flags, scenario files, broker.conf) gets one line on stderr naming the file or flag, the key
+and the value, and exit code 2; never a traceback. A run stopped with Ctrl-C (or SIGTERM) prints the
+summary so far and exits 130 (143).
 """
 
 from __future__ import annotations
@@ -10,7 +15,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
 from typing import Sequence
 
 EXIT_USAGE = 2
@@ -33,45 +37,112 @@ def parse_duration(text: str, *, flag: str = "--duration") -> float:
             raise UsageError(f"{flag} = {text!r}: expected a duration like 90m, 2h, 1h30m, 45s") from None
         h, mi, s = (float(g) if g else 0.0 for g in m.groups())
         value = h * 3600 + mi * 60 + s
-    if value <= 0:
+    if not value > 0:
         raise UsageError(f"{flag} = {text!r}: must be > 0")
     return value
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse would print usage too)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
 
 
-def _positive_int(flag: str):
+def _int(flag: str, minimum: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} = {text!r}: expected an integer") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{flag} = {text!r}: must be >= 1")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{flag} = {text!r}: must be >= {minimum}")
         return value
 
     return parse
+
+
+def _float(flag: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} = {text!r}: expected a number") from None
+        if not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{flag} = {text!r}: must be a positive number")
+        return value
+
+    return parse
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--set = {text!r}: expected key=value with a Pulsar key name")
+    return key.strip(), value.strip()
+
+
+RUN_EPILOG = """\
+settings precedence (lowest to highest):
+  built-in defaults < --broker-conf < scenario [settings] < --set / --placement / --shedder
+
+examples:
+  pulsar-lb-emulator run                                  # the default scenario, virtual clock
+  pulsar-lb-emulator run overloading --set loadBalancerBrokerOverloadedThresholdPercentage=70
+  pulsar-lb-emulator run my.toml --broker-conf broker.conf --shedder UniformLoadShedder --duration 2h
+  pulsar-lb-emulator run --clock wall --speed 60 --metrics-port 8080   # scrape it with Prometheus
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pulsar-lb-emulator",
                      description="Emulate Apache Pulsar's Modular Load Manager, faster than real time.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="run an emulated cluster")
-    run.add_argument("--duration", default="10m", help="emulated time to run (e.g. 90m, 2h); default 10m")
-    run.add_argument("--brokers", type=_positive_int("--brokers"), default=5)
-    run.add_argument("--namespace", default="public/default")
-    run.add_argument("--bundles", type=_positive_int("--bundles"), default=16,
-                     help="initial bundles of the namespace")
-    run.add_argument("--topics", type=_positive_int("--topics"), default=1000)
-    run.add_argument("--clients", type=_positive_int("--clients"), default=10)
-    run.add_argument("--seed", type=int, default=1)
-    run.add_argument("--placement", default=None, help="placement strategy (name, Pulsar class or pkg.module:Class)")
-    run.add_argument("--quiet", action="store_true", help="print only the summary")
+
+    run = sub.add_parser("run", help="run an emulated cluster on a scenario", epilog=RUN_EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("scenario", nargs="?", default="default", metavar="NAME|FILE",
+                     help="built-in scenario name (see `scenarios`) or a scenario TOML file; default: default")
+    run.add_argument("--broker-conf", metavar="FILE", help="a real Pulsar broker.conf (unknown keys warned once)")
+    run.add_argument("--set", dest="sets", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                     help="a Pulsar config key (e.g. loadBalancerSheddingIntervalMinutes=5); repeatable")
+    run.add_argument("--placement", help="placement strategy: name, Pulsar class name or pkg.module:Class")
+    run.add_argument("--shedder", help="shedding strategy: name, Pulsar class name or pkg.module:Class")
+    run.add_argument("--seed", type=_int("--seed"), help="run seed (default: the scenario's)")
+    run.add_argument("--duration", help="emulated time to run, e.g. 90m, 2h (default: the scenario's)")
+    run.add_argument("--clock", choices=("virtual", "wall"), default="virtual",
+                     help="virtual (as fast as possible, default) or wall (scaled real time)")
+    run.add_argument("--speed", type=_float("--speed"), default=1.0,
+                     help="wall clock: emulated seconds per real second (default 1)")
+    run.add_argument("--record", metavar="DIR", help="record the run into a new folder under DIR")
+    run.add_argument("--record-interval", default="10s", help="emulated time between samples (default 10s)")
+    run.add_argument("--metrics-port", type=_int("--metrics-port", 0),
+                     help="serve /metrics and the admin views on this port (0: any free port)")
+    run.add_argument("--metrics-host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    run.add_argument("--monitor-interval", metavar="DURATION",
+                     help="print the monitor-brokers table every DURATION of emulated time")
+    run.add_argument("--log-format", choices=("console", "json"), default="console")
+    run.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+                     help="log level on stderr (info shows the decision log); default warning")
+    run.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    run.set_defaults(func=cmd_run)
+
+    scenarios = sub.add_parser("scenarios", help="list the built-in scenarios, or show one")
+    scenarios.add_argument("action", nargs="?", choices=("list", "show"), default="list")
+    scenarios.add_argument("name", nargs="?", help="scenario to show")
+    scenarios.set_defaults(func=cmd_scenarios)
+
+    monitor = sub.add_parser("monitor", help="print the monitor-brokers table of a running emulator")
+    monitor.add_argument("--url", required=True, help="http://127.0.0.1:PORT of `run --metrics-port PORT`")
+    monitor.set_defaults(func=cmd_monitor)
+
+    try:
+        from emulator.pipeline.cli import add_report_parser, add_rollup_parser, add_sweep_parser
+    except ImportError:  # pragma: no cover - the pipeline is optional at import time
+        pass
+    else:
+        add_rollup_parser(sub)
+        add_sweep_parser(sub)
+        add_report_parser(sub)
     return parser
 
 
@@ -79,91 +150,96 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "run":
-            return _cmd_run(args)
+        return int(args.func(args) or 0)
     except UsageError as e:
         sys.stderr.write(f"pulsar-lb-emulator: error: {e}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    import anyio
+# --------------------------------------------------------------------------- run
 
-    import strategies
-    from emulator.cluster.cluster import Cluster, ClusterSettings
-    from emulator.cluster.messages import HandleKind
-    from emulator.model.config import ServiceConfig
-    from emulator.observe.invariants import InvariantChecker
+
+def cmd_run(args: argparse.Namespace) -> int:
     from emulator.observe.logs import configure_logging
-    from emulator.runtime import VirtualClock, run
+    from emulator.runner import RunError, RunOptions, run
 
-    duration = parse_duration(args.duration)
-    if args.placement is not None:
-        try:
-            strategies.create(args.placement, rng=__import__("random").Random(0))
-        except ValueError as e:
-            raise UsageError(f"--placement = {args.placement!r}: {e}") from None
-    if args.namespace.count("/") != 1:
-        raise UsageError(f"--namespace = {args.namespace!r}: expected tenant/namespace")
-    clock = VirtualClock()
-    configure_logging(clock, level="warning")
+    overrides = dict(args.sets)
+    if args.placement:
+        overrides["placement"] = args.placement
+    if args.shedder:
+        overrides["shedder"] = args.shedder
+    opts = RunOptions(
+        scenario=args.scenario, broker_conf=args.broker_conf, overrides=overrides, seed=args.seed,
+        duration=parse_duration(args.duration) if args.duration else None,
+        clock=args.clock, speed=args.speed, record_dir=args.record,
+        record_interval=parse_duration(args.record_interval, flag="--record-interval"),
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+        monitor_interval=(parse_duration(args.monitor_interval, flag="--monitor-interval")
+                          if args.monitor_interval else None),
+        progress=not args.quiet and args.clock == "virtual" and sys.stderr.isatty(),
+    )
+    from emulator.runtime import VirtualClock
 
-    async def scenario() -> tuple[str, float]:
-        conf = ServiceConfig()
-        settings = ClusterSettings(placement=args.placement)
-        async with Cluster.start(args.brokers, conf=conf, seed=args.seed, clock=clock,
-                                 namespaces={args.namespace: args.bundles}, settings=settings) as cluster:
-            checker = InvariantChecker(cluster, 1.0)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(checker.run)
-                await cluster.wait_for_leader()
-                clients = [cluster.add_client() for _ in range(args.clients)]
-                topics = [f"persistent://{args.namespace}/topic-{i}" for i in range(args.topics)]
-                for i, client in enumerate(clients):
-                    client.create_handles(topics[i::len(clients)], HandleKind.PRODUCER)
-                await anyio.sleep(max(0.0, duration - clock.now()))
-                checker.check_now()
-                tg.cancel_scope.cancel()
-            return _summary(cluster, checker), clock.now()
+    configure_logging(VirtualClock(), level=args.log_level, fmt=args.log_format, stream=sys.stderr)
+    try:
+        result = run(opts)
+    except RunError as e:
+        raise UsageError(str(e)) from None
+    sys.stdout.write(result.summary_text.rstrip("\n") + "\n")
+    if result.violations:
+        sys.stdout.write(f"invariant violations: {len(result.violations)}\n")
+        for v in result.violations[:10]:
+            sys.stdout.write(f"  {v}\n")
+    sys.stdout.flush()
+    if not args.quiet:
+        rate = result.emulated_seconds / result.wall_seconds if result.wall_seconds > 0 else 0.0
+        sys.stderr.write(f"emulated {result.emulated_seconds:,.0f} s in {result.wall_seconds:.2f} s wall "
+                         f"({rate:,.0f}x real time)"
+                         + (f"; recorded in {result.record_path}" if result.record_path else "")
+                         + (f"; interrupted by {result.interrupted}" if result.interrupted else "") + "\n")
+    if result.interrupted == "SIGINT":
+        return 130
+    if result.interrupted == "SIGTERM":
+        return 143
+    return 1 if result.violations else 0
 
-    started = time.perf_counter()
-    text, emulated = run(scenario, clock=clock)
-    wall = time.perf_counter() - started
-    print(text)
-    print(f"emulated {emulated:.0f} s in {wall:.2f} s wall ({emulated / wall:,.0f}x real time)")
+
+# --------------------------------------------------------------------------- scenarios, monitor
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from emulator.workload import library
+
+    if args.action == "list":
+        if args.name:
+            raise UsageError(f"scenarios list takes no name (got {args.name!r}); use `scenarios show NAME`")
+        rows = library.describe()
+        width = max(len(n) for n, _ in rows)
+        for name, description in rows:
+            sys.stdout.write(f"{name:<{width}}  {description}\n")
+        return 0
+    if not args.name:
+        raise UsageError("scenarios show: NAME is missing; `pulsar-lb-emulator scenarios` lists them")
+    if args.name not in library.names():
+        raise UsageError(f"scenarios show {args.name!r}: no such scenario; known: "
+                         f"{', '.join(library.names())}")
+    sys.stdout.write(library.source(args.name))
     return 0
 
 
-def _summary(cluster, checker) -> str:
-    ownership = cluster.ownership()
-    per_broker: dict[str, list[str]] = {b: [] for b in sorted(cluster.brokers)}
-    for bundle, broker in sorted(ownership.items()):
-        per_broker.setdefault(broker, []).append(bundle)
-    leader = cluster.leader()
-    lines = ["bundle ownership per broker:"]
-    for broker, bundles in per_broker.items():
-        mark = " (leader)" if broker == leader else ""
-        state = "" if cluster.brokers.get(broker) and cluster.brokers[broker].alive else " (dead)"
-        topics = sum(len(o.actor.topics) for o in cluster.brokers[broker].owned.values()
-                     if o.actor is not None) if broker in cluster.brokers else 0
-        lines.append(f"  {broker}{mark}{state}: {len(bundles)} bundles, {topics} topics")
-        for bundle in bundles:
-            lines.append(f"    {bundle}")
-    counts = cluster.lookup_counts()
-    connected = sum(c.connected_count() for c in cluster.clients.values())
-    handles = sum(len(c.handles) for c in cluster.clients.values())
-    lines.append("lookups (brokers): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    client_lookups = sum(c.stats.lookups for c in cluster.clients.values())
-    client_failed = sum(c.stats.lookups_failed for c in cluster.clients.values())
-    lines.append(f"client lookups: {client_lookups} ({client_failed} failed); "
-                 f"producers connected: {connected}/{handles}")
-    lines.append(f"invariant checks: {checker.checks}, violations: {len(checker.violations)}")
-    for v in checker.violations[:5]:
-        lines.append(f"  {v}")
-    return "\n".join(lines)
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from emulator.observe.monitor import MonitorError, monitor
+
+    try:
+        sys.stdout.write(monitor(args.url) + "\n")
+    except ValueError as e:
+        raise UsageError(f"--url = {args.url!r}: {e}") from None
+    except MonitorError as e:
+        sys.stderr.write(f"pulsar-lb-emulator: {e}\n")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,22 +1,54 @@
-"""The command line: a short run prints ownership and lookup counts; bad input is one line, exit 2."""
+"""The command line: runs print a deterministic summary; bad input is one line on stderr and exit 2."""
+
+from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
-from emulator.cli import main, parse_duration, UsageError
+from emulator.cli import UsageError, main, parse_duration
 
 
-def test_run_prints_ownership_per_broker_and_lookup_counts(capsys):
-    assert main(["run", "--brokers", "3", "--topics", "200", "--bundles", "8", "--duration", "2m"]) == 0
-    out = capsys.readouterr().out
-    assert "bundle ownership per broker:" in out
-    assert out.count("(leader)") == 1
-    assert "producers connected: 200/200" in out
-    assert "violations: 0" in out
-    assert sum(int(line.split(": ")[1].split()[0]) for line in out.splitlines()
-               if line.startswith("  broker-") and "bundles" in line) == 8
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "emulator", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_run_prints_the_summary_and_is_byte_identical_for_the_same_seed():
+    a = cli("run", "broker-crash", "--duration", "12m", "--seed", "3", "--quiet")
+    b = cli("run", "broker-crash", "--duration", "12m", "--seed", "3", "--quiet")
+    assert a.returncode == 0, a.stderr
+    assert a.stdout.startswith("summary of broker-crash (seed 3)")
+    for needle in ("unloads", "splits", "lookups", "redirects", "failures", "unavailable", "balance"):
+        assert needle in a.stdout
+    assert a.stdout == b.stdout
+    c = cli("run", "broker-crash", "--duration", "12m", "--seed", "4", "--quiet")
+    assert c.stdout != a.stdout
+
+
+def test_help_states_the_settings_precedence():
+    out = cli("run", "--help").stdout
+    assert "built-in defaults < --broker-conf < scenario [settings] < --set / --placement / --shedder" in out
+
+
+def test_scenarios_lists_and_shows_the_library(capsys):
+    assert main(["scenarios"]) == 0
+    listing = capsys.readouterr().out
+    for name in ("default", "overloading", "rolling-restart", "broker-crash", "heterogeneous-brokers"):
+        assert name in listing
+    assert main(["scenarios", "show", "overloading"]) == 0
+    assert "[scenario]" in capsys.readouterr().out
+
+
+def test_broker_conf_sets_keys_and_warns_once_about_unknown_ones(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("loadBalancerSheddingEnabled=false\nzookeeperServers=zk:2181\nbrokerServicePort=6650\n")
+    p = cli("run", "broker-crash", "--duration", "2m", "--broker-conf", str(conf), "--quiet")
+    assert p.returncode == 0, p.stderr
+    warnings = [line for line in p.stderr.splitlines() if "ignoring" in line]
+    assert len(warnings) == 1 and "zookeeperServers" in warnings[0] and "brokerServicePort" in warnings[0]
 
 
 @pytest.mark.parametrize("text,seconds", [("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("45s", 45),
@@ -31,16 +63,55 @@ def test_bad_durations_name_the_flag_and_value(text):
         parse_duration(text)
 
 
+HEAD = "[scenario]\nname = 'x'\ndescription = 'd'\nduration = '10m'\n"
+BAD_SCENARIOS = {
+    "malformed": ("[scenario\nname = 'x'\n", "bad.toml"),
+    "unknown_key": (HEAD + "duraton = '10m'\n", "duraton"),
+    "wrong_type": (HEAD + "seed = 'seven'\n", "seed"),
+    "negative_capacity": (HEAD + "[cluster]\nbrokers = 2\n[cluster.capacity]\ncores = -4\n", "cores"),
+    "unknown_event": (HEAD + "[[events]]\nat = '1m'\ndo = 'explode'\n", "explode"),
+    "event_past_duration": (HEAD + "[[events]]\nat = '20m'\ndo = 'leader_failover'\n", "events[0].at"),
+    "unknown_strategy": (HEAD + "[settings]\nloadBalancerLoadSheddingStrategy = 'Nope'\n", "Nope"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCENARIOS))
+def test_bad_scenario_files_give_one_line_and_exit_2(tmp_path, case):
+    text, needle = BAD_SCENARIOS[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    p = cli("run", str(path), "--quiet")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "bad.toml" in lines[0] and needle in lines[0], lines[0]
+    assert "Traceback" not in p.stderr
+
+
 @pytest.mark.parametrize("args,needle", [
     (["run", "--duration", "soon"], "--duration = 'soon'"),
-    (["run", "--brokers", "0"], "--brokers = '0'"),
-    (["run", "--placement", "NoSuchStrategy"], "--placement = 'NoSuchStrategy'"),
-    (["run", "--namespace", "nonamespace"], "--namespace = 'nonamespace'"),
+    (["run", "--set", "loadBalancerSheddingIntervalMinutes=abc"], "loadBalancerSheddingIntervalMinutes"),
+    (["run", "--set", "noSuchKey=1"], "noSuchKey"),
+    (["run", "--set", "novalue"], "--set = 'novalue'"),
+    (["run", "--placement", "NoSuchStrategy"], "NoSuchStrategy"),
+    (["run", "--shedder", "NoSuchShedder"], "NoSuchShedder"),
+    (["run", "--broker-conf", "/nonexistent/broker.conf"], "/nonexistent/broker.conf"),
+    (["run", "no-such-scenario"], "no-such-scenario"),
+    (["run", "--speed", "-3"], "--speed = '-3'"),
+    (["scenarios", "show", "nope"], "nope"),
 ])
 def test_bad_flags_exit_2_with_one_line_and_no_traceback(args, needle):
-    proc = subprocess.run([sys.executable, "-m", "emulator", *args], capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], proc.stderr
-    assert "Traceback" not in proc.stderr
+    p = cli(*args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_bad_broker_conf_value_names_file_key_and_value(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("loadBalancerBrokerOverloadedThresholdPercentage = lots\n")
+    p = cli("run", "--broker-conf", str(conf))
+    assert p.returncode == 2
+    line = p.stderr.strip()
+    assert str(conf) in line and "loadBalancerBrokerOverloadedThresholdPercentage" in line and "lots" in line

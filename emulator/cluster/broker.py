@@ -816,6 +816,8 @@ class Broker(Actor):
                 return
 
     async def _on_leader_deleted(self) -> None:
+        if self.closing:   # a stopping broker (maybe the old leader itself) does not run again
+            return
         if self.is_leader:
             self.log.info("Leadership released")
         self.leader_id = None

@@ -254,6 +254,8 @@ class PulsarClient(Actor):
         except LookupFailed as e:
             return e.reason
         try:
+            if self.network.latency:
+                await anyio.sleep(2 * self.network.latency)
             result = await self.network.broker(broker_id).ask(
                 Attach(h.topic, h.id, self.name, h.kind), timeout=self.settings.operation_timeout)
         except ActorDead:
@@ -326,6 +328,8 @@ class PulsarClient(Actor):
                     raise LookupFailed(f"Too many redirects: {redirects}")
                 try:
                     broker = self.network.broker(address)
+                    if self.network.latency:   # a round trip on the wire
+                        await anyio.sleep(2 * self.network.latency)
                     resp = await broker.ask(LookupTopic(topic, authoritative, rid),
                                             timeout=s.operation_timeout)
                 except ActorDead:

@@ -43,6 +43,7 @@ class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
     bundle_close_time: float = 0.02         # seconds to close a bundle's topics on unload (base)...
     topic_close_time: float = 0.002         # ...plus this per topic (ledger close, cursor persist)
     sigterm_timeout: float = 5.0            # grace period of a SIGTERM-like stop before the kill
+    network_latency: float = 0.0            # one-way client <-> broker latency, seconds
 
 
 class Cluster:
@@ -54,7 +55,7 @@ class Cluster:
         self.settings = settings
         self.load_source = load_source
         self.events = ClusterEvents(system.clock)
-        self.network = Network()
+        self.network = Network(latency=settings.network_latency)
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, PulsarClient] = {}
         self.store = MetadataStore(

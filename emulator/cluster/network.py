@@ -41,7 +41,10 @@ def web_url_of(broker_id: str) -> str:
 class Network:
     """Address book of live brokers plus the client→broker connection table."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
+        if latency < 0:
+            raise ValueError(f"network latency = {latency}; must be >= 0 seconds")
+        self.latency = latency            # one way; a client request waits a round trip
         self._brokers: dict[str, Actor] = {}
         self._by_url: dict[str, str] = {}
         self._connections: dict[str, set[str]] = defaultdict(set)  # broker id -> client actor names

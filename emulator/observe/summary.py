@@ -1,0 +1,215 @@
+"""The end-of-run summary: what load balancing did, what it cost the clients, how balanced it ended.
+
+* decisions: unloads by the shedder, bundles unloaded for any reason (shedding, admin, broker drains),
+  splits;
+* lookups, redirects and failed lookups, counted by the clients (broker counters restart with a
+  restarted broker, the clients' do not);
+* unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
+  disconnect and the reconnect (`handle_reconnected.unavailable`), plus the time a handle is still down
+  at the end; total, p99 (nearest rank, over every topic with a handle) and max;
+* final balance over the live brokers: max, min and standard deviation of the broker max usage as the
+  load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
+
+`format_summary` is deterministic: the same run (scenario, seed, config) prints the same bytes.
+`UnavailabilityTracker` is the listener that collects the unavailability while the run goes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from emulator.cluster.events import ClusterEvents, Event
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.cluster.cluster import Cluster
+    from emulator.model.config import ServiceConfig
+    from emulator.model.loaddata import LocalBrokerData
+
+__all__ = ["BrokerLine", "RunSummary", "UnavailabilityTracker", "broker_max_usage", "format_summary",
+           "summarize"]
+
+
+class UnavailabilityTracker:
+    """Listens to `cluster.events`: per-topic unavailable seconds.
+
+    A handle is down from its `handle_disconnected` until its `handle_reconnected` (whose `unavailable`
+    field is that time) or until it is closed by its application (`handle_closed`, emitted by the
+    workload's consumer jitter); handles still down count up to `now`."""
+
+    def __init__(self, events: ClusterEvents) -> None:
+        self.totals: dict[str, float] = {}
+        self.disconnects = 0
+        self._down: dict[tuple[str, int], tuple[str, float]] = {}
+        self._unsubscribe = events.subscribe(self._on_event)
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    def _on_event(self, e: Event) -> None:
+        kind = e.kind
+        if kind == "handle_disconnected":
+            self.disconnects += 1
+            self._down[(e["client"], e["handle"])] = (e["topic"], e["t"])
+        elif kind == "handle_reconnected":
+            self._down.pop((e["client"], e["handle"]), None)
+            self.totals[e["topic"]] = self.totals.get(e["topic"], 0.0) + e["unavailable"]
+        elif kind == "handle_closed":
+            down = self._down.pop((e["client"], e["handle"]), None)
+            if down is not None:
+                self.totals[down[0]] = self.totals.get(down[0], 0.0) + (e["t"] - down[1])
+
+    def per_topic(self, now: float) -> dict[str, float]:
+        """Unavailable seconds per topic that was ever down, up to `now`."""
+        out = dict(self.totals)
+        for topic, since in self._down.values():
+            out[topic] = out.get(topic, 0.0) + max(0.0, now - since)
+        return out
+
+    def still_down(self) -> int:
+        return len(self._down)
+
+
+class BrokerLine(msgspec.Struct, frozen=True, kw_only=True):
+    broker: str
+    leader: bool
+    bundles: int
+    topics: int
+    max_usage: float
+    """Broker max usage as the load manager weighs it, percent."""
+    msg_rate: float
+    """msg/s in + out of its last report."""
+
+
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
+    scenario: str
+    seed: int | None
+    emulated_seconds: float
+    brokers_live: int
+    brokers_started: int
+    leader: str | None
+    leader_elections: int
+    bundles: int
+    topics: int
+    handles: int
+    handles_connected: int
+    handles_failed: int
+    unloads: int
+    bundles_unloaded: int
+    splits: int
+    lookups: int
+    redirects: int
+    lookup_failures: int
+    reconnects: int
+    unavailable_total: float
+    unavailable_p99: float
+    unavailable_max: float
+    topics_unavailable: int
+    usage_max: float
+    usage_min: float
+    usage_std: float
+    msg_rate_max: float
+    msg_rate_min: float
+    msg_rate_ratio: float
+    brokers: list[BrokerLine]
+    event_errors: list[str] = []
+
+
+def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
+    """The max resource usage (percent) the placement and OverloadShedder compare (PIP-358 weights)."""
+    if conf.emulator_unweighted_max_usage:
+        return local.max_resource_usage() * 100.0
+    return local.max_resource_usage_with_weight(*conf.resource_weights) * 100.0
+
+
+def _p99(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+def summarize(cluster: "Cluster", decision_log: Any = None,
+              unavailable: UnavailabilityTracker | None = None, *, scenario: str = "",
+              seed: int | None = None, event_errors: list[str] | None = None) -> RunSummary:
+    """Read the cluster (and the decision log / tracker, when given) at the current emulated time."""
+    now = cluster.system.clock.now()
+    counts = cluster.events.counts
+    leader = cluster.leader()
+    lines: list[BrokerLine] = []
+    for b in cluster.live_brokers():
+        broker = cluster.brokers[b]
+        topics = sum(len(o.actor.topics) for o in broker.owned.values() if o.active and o.actor)
+        local = broker.local_data
+        lines.append(BrokerLine(broker=b, leader=b == leader, bundles=len(broker.owned_bundle_names()),
+                                topics=topics, max_usage=broker_max_usage(local, cluster.conf),
+                                msg_rate=local.msg_rate_in + local.msg_rate_out))
+    usages = [line.max_usage for line in lines]
+    rates = [line.msg_rate for line in lines]
+    rate_max = max(rates, default=0.0)
+    rate_min = min(rates, default=0.0)
+    ratio = rate_max / rate_min if rate_min > 0 else (math.inf if rate_max > 0 else 1.0)
+
+    clients = [cluster.clients[n] for n in sorted(cluster.clients)]
+    handles = [h for c in clients for h in c.handles.values() if h.state != "closed"]
+    topics = {h.topic for c in clients for h in c.handles.values()}
+    per_topic = unavailable.per_topic(now) if unavailable is not None else {}
+    topics |= set(per_topic)
+    downtime = [per_topic.get(t, 0.0) for t in sorted(topics)]
+    unloads = len(decision_log.of("unload")) if decision_log is not None else 0
+    return RunSummary(
+        scenario=scenario, seed=seed, emulated_seconds=now,
+        brokers_live=len(lines), brokers_started=counts["broker_started"], leader=leader,
+        leader_elections=counts["leader_elected"], bundles=len(cluster.ownership()),
+        topics=len(topics), handles=len(handles),
+        handles_connected=sum(1 for h in handles if h.state == "connected"),
+        handles_failed=sum(1 for h in handles if h.state == "failed"),
+        unloads=unloads, bundles_unloaded=counts["bundle_unloaded"], splits=counts["bundle_split"],
+        lookups=sum(c.stats.lookups for c in clients),
+        redirects=sum(c.stats.lookup_redirects for c in clients),
+        lookup_failures=sum(c.stats.lookups_failed for c in clients),
+        reconnects=sum(c.stats.reconnects for c in clients),
+        unavailable_total=math.fsum(downtime), unavailable_p99=_p99(downtime),
+        unavailable_max=max(downtime, default=0.0),
+        topics_unavailable=sum(1 for d in downtime if d > 0),
+        usage_max=max(usages, default=0.0), usage_min=min(usages, default=0.0),
+        usage_std=statistics.pstdev(usages) if len(usages) > 1 else 0.0,
+        msg_rate_max=rate_max, msg_rate_min=rate_min, msg_rate_ratio=ratio,
+        brokers=lines, event_errors=list(event_errors or []),
+    )
+
+
+def _ratio(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.2f}"
+
+
+def format_summary(s: RunSummary) -> str:
+    """A fixed-layout text block (byte-identical for identical runs)."""
+    seed = f" (seed {s.seed})" if s.seed is not None else ""
+    name = s.scenario or "run"
+    out = [
+        f"summary of {name}{seed} at {s.emulated_seconds:.1f} s emulated",
+        f"  brokers            {s.brokers_live} live, {s.brokers_started} started; "
+        f"leader {s.leader or 'none'} ({s.leader_elections} elections)",
+        f"  bundles            {s.bundles} owned; topics {s.topics}; handles {s.handles} "
+        f"({s.handles_connected} connected, {s.handles_failed} failed)",
+        f"  unloads            {s.unloads} by the shedder; {s.bundles_unloaded} bundles unloaded in all",
+        f"  splits             {s.splits}",
+        f"  lookups            {s.lookups}; redirects {s.redirects}; failures {s.lookup_failures}; "
+        f"reconnects {s.reconnects}",
+        f"  unavailable        {s.unavailable_total:.3f} topic-seconds in all; p99 {s.unavailable_p99:.3f} s;"
+        f" max {s.unavailable_max:.3f} s; {s.topics_unavailable} topics affected",
+        f"  balance            max usage {s.usage_max:.2f} %, min {s.usage_min:.2f} %, "
+        f"std {s.usage_std:.2f}; msg rate max/min {_ratio(s.msg_rate_ratio)} "
+        f"({s.msg_rate_max:.1f} / {s.msg_rate_min:.1f} msg/s)",
+        f"  {'BROKER':<24} {'BUNDLES':>8} {'TOPICS':>8} {'MAX %':>8} {'MSG/S':>12}",
+    ]
+    for b in s.brokers:
+        name = b.broker + (" *" if b.leader else "")
+        out.append(f"  {name:<24} {b.bundles:>8} {b.topics:>8} {b.max_usage:>8.2f} {b.msg_rate:>12.1f}")
+    for line in s.event_errors:
+        out.append(f"  event failed: {line}")
+    return "\n".join(out)

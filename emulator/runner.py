@@ -1,0 +1,276 @@
+"""One emulated run, end to end: scenario + effective config + cluster + observers + summary.
+
+The CLI's `run`, the Spark sweep's executors and the benchmarks call this module; it wires the layers
+together and owns nothing else. Precedence of settings (readable in `--help`):
+
+    built-in defaults < broker.conf < scenario [settings] < --set / --placement / --shedder
+
+A run ends at its duration, or early on SIGINT/SIGTERM with the summary so far (the recording is then
+marked incomplete). Everything that decides anything uses emulated time; wall time is only reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import platform
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import msgspec
+
+from emulator.model.config import ConfigError, ServiceConfig
+from emulator.runtime import Clock, VirtualClock, WallClock, run as run_on_clock
+
+PRECEDENCE = "built-in defaults < broker.conf < scenario [settings] < --set / --placement / --shedder"
+
+
+class RunOptions(msgspec.Struct, kw_only=True):
+    """What the user asked for (the CLI's flags, or a sweep task's parameters)."""
+
+    scenario: str = "default"                  # a built-in name or a TOML path
+    broker_conf: str | None = None             # path of a real Pulsar broker.conf
+    overrides: dict[str, str] = {}             # --set key=value (Pulsar names) + placement / shedder
+    seed: int | None = None
+    duration: float | None = None              # emulated seconds; None = the scenario's
+    clock: str = "virtual"                     # virtual | wall
+    speed: float = 1.0                         # wall clock only
+    record_dir: str | None = None              # parent folder: one sub-folder per run
+    record_interval: float = 10.0
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    monitor_interval: float | None = None      # emulated seconds between monitor-brokers tables
+    progress: bool = False                     # a progress bar on stderr (virtual clock)
+    check_invariants: bool = True
+    grid: dict[str, str] = {}                  # sweep parameters, recorded in run.json
+
+
+class RunResult(msgspec.Struct, kw_only=True):
+    summary: Any
+    summary_text: str
+    wall_seconds: float
+    emulated_seconds: float
+    record_path: str | None = None
+    url: str | None = None
+    interrupted: str | None = None             # "SIGINT" / "SIGTERM" when cut short
+    violations: list[str] = []
+
+
+class RunError(ValueError):
+    """Bad input found before the run starts: one line naming the file/flag, key and value."""
+
+
+# --------------------------------------------------------------------------- preparation
+
+
+def load_broker_conf(path: str, warn: TextIO | None = None) -> ServiceConfig:
+    """A real broker.conf: unknown keys are warned about once (one line), bad values are errors."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunError(f"--broker-conf = {path!r}: no such file") from None
+    except OSError as e:
+        raise RunError(f"--broker-conf = {path!r}: {e.strerror}") from None
+    try:
+        conf, unknown = ServiceConfig.from_properties_with_unknown(text, source=path)
+    except ConfigError as e:
+        raise RunError(str(e)) from None
+    if unknown and warn is not None:
+        shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+        warn.write(f"warning: {path}: ignoring {len(unknown)} key(s) the emulator does not use: {shown}\n")
+    return conf
+
+
+def load_scenario(name_or_path: str) -> Any:
+    from emulator.workload.errors import ScenarioError
+    from emulator.workload.loader import load
+
+    try:
+        return load(name_or_path)
+    except ScenarioError as e:
+        raise RunError(str(e)) from None
+
+
+def make_clock(opts: RunOptions) -> Clock:
+    if opts.clock == "virtual":
+        return VirtualClock()
+    if opts.clock == "wall":
+        if not opts.speed > 0 or math.isinf(opts.speed):
+            raise RunError(f"--speed = {opts.speed!r}: must be a positive number")
+        return WallClock(speed=opts.speed)
+    raise RunError(f"--clock = {opts.clock!r}: expected virtual or wall")
+
+
+def effective_config(scenario: Any, opts: RunOptions, warn: TextIO | None = None) -> ServiceConfig:
+    """The ServiceConfig of the run, by the documented precedence (also validates the overrides)."""
+    from emulator.workload.build import service_config
+    from emulator.workload.errors import ScenarioError
+
+    base = load_broker_conf(opts.broker_conf, warn) if opts.broker_conf else None
+    try:
+        return service_config(scenario, base, opts.overrides)
+    except (ConfigError, ScenarioError, ValueError) as e:
+        raise RunError(str(e).splitlines()[0]) from None
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("pulsar-lb-emulator", "anyio", "msgspec", "structlog", "prometheus-client", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def _record_folder(parent: str, scenario: str, seed: int, grid: dict[str, str]) -> Path:
+    """A fresh, deterministic folder name under `parent` for this run."""
+    stem = Path(scenario).stem if scenario.endswith(".toml") else scenario
+    tag = "".join(f"-{k}={v}" for k, v in sorted(grid.items())).replace("/", "_")
+    base = Path(parent) / f"{stem}-seed{seed}{tag}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = Path(f"{base}-{n}")
+    return path
+
+
+# --------------------------------------------------------------------------- the run
+
+
+async def run_async(opts: RunOptions, scenario: Any, conf: ServiceConfig, clock: Clock, *,
+                    out: TextIO, err: TextIO) -> RunResult:
+    """Run the scenario on the running loop (which must be `clock`'s)."""
+    from emulator.cluster.cluster import Cluster
+    from emulator.observe.attach import observe
+    from emulator.observe.decision_log import DecisionLog
+    from emulator.observe.monitor import broker_rows, format_broker_table
+    from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
+    from emulator.testing import emulated_cluster
+    from emulator.workload.session import start_scenario
+
+    seed = scenario.seed if opts.seed is None else opts.seed
+    duration = float(opts.duration if opts.duration is not None else scenario.duration)
+    started_wall = time.perf_counter()
+    interrupted: list[str] = []
+    record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
+                   if opts.record_dir else None)
+
+    def start_cluster(*args: Any, **kwargs: Any) -> Any:
+        if opts.check_invariants:
+            return emulated_cluster(*args, **kwargs)
+        return Cluster.start(*args, **kwargs)
+
+    async with start_scenario(scenario, seed=seed, base_conf=conf, clock=clock,
+                              start=start_cluster) as run:
+        cluster = run.cluster
+        tracker = UnavailabilityTracker(cluster.events)
+        if cluster.decision_log is None:
+            cluster.decision_log = DecisionLog(cluster.events, log=False)
+        run_info = {
+            "scenario": getattr(scenario, "name", opts.scenario),
+            "scenario_file": opts.scenario if opts.scenario.endswith(".toml") else None,
+            "seed": seed,
+            "config": {k: str(v) for k, v in cluster.conf.to_properties().items()},
+            "placement": cluster.conf.load_balancer_load_placement_strategy,
+            "shedder": cluster.conf.load_balancer_load_shedding_strategy,
+            "grid": dict(opts.grid), "clock": opts.clock,
+            "speed": opts.speed if opts.clock == "wall" else 0.0,
+            "duration": duration, "versions": _versions(), "record_interval": opts.record_interval,
+        }
+        async with observe(cluster, metrics_port=opts.metrics_port, metrics_host=opts.metrics_host,
+                           record_dir=record_path, record_interval=opts.record_interval,
+                           run_info=run_info) as obs:
+            if opts.metrics_port is not None or record_path is not None:
+                out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
+                out.flush()
+            async with anyio.create_task_group() as tg:
+                done = anyio.Event()
+
+                async def watch_signals() -> None:
+                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for signum in signals:
+                            interrupted.append(signal.Signals(signum).name)
+                            done.set()
+                            return
+
+                async def until_duration() -> None:
+                    await run.sleep_until(duration)
+                    done.set()
+
+                async def monitor() -> None:
+                    assert opts.monitor_interval is not None
+                    n = 1
+                    while True:
+                        await run.sleep_until(n * opts.monitor_interval)
+                        out.write(f"--- t={run.elapsed:.0f}s ---\n")
+                        out.write(format_broker_table(broker_rows(cluster)) + "\n")
+                        out.flush()
+                        n += 1
+
+                async def progress() -> None:
+                    step = max(duration / 50.0, 1.0)
+                    while True:
+                        frac = min(1.0, run.elapsed / duration) if duration > 0 else 1.0
+                        bar = "#" * int(frac * 30)
+                        err.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  t={run.elapsed:,.0f}s")
+                        err.flush()
+                        if frac >= 1.0:
+                            return
+                        await anyio.sleep(step)
+
+                if sys.platform != "win32":
+                    tg.start_soon(watch_signals)
+                tg.start_soon(until_duration)
+                if opts.monitor_interval:
+                    tg.start_soon(monitor)
+                if opts.progress:
+                    tg.start_soon(progress)
+                await done.wait()
+                tg.cancel_scope.cancel()
+            if opts.progress:
+                err.write("\n")
+            summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
+                                seed=seed, event_errors=list(run.workload.errors))
+            checker = getattr(cluster, "invariants", None)
+            violations = [str(v) for v in checker.violations] if checker is not None else []
+            url = obs.url
+            if interrupted:
+                obs.close(complete=False)
+        emulated = run.elapsed
+    return RunResult(summary=summary, summary_text=format_summary(summary),
+                     wall_seconds=time.perf_counter() - started_wall, emulated_seconds=emulated,
+                     record_path=str(record_path) if record_path else None, url=url,
+                     interrupted=interrupted[0] if interrupted else None, violations=violations)
+
+
+def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = None) -> RunResult:
+    """Validate everything, then run on the chosen clock. Raises RunError for bad input."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    scenario = load_scenario(opts.scenario)
+    conf = effective_config(scenario, opts, warn=err)
+    clock = make_clock(opts)
+    if opts.duration is not None and not opts.duration > 0:
+        raise RunError(f"--duration = {opts.duration!r}: must be > 0")
+    return run_on_clock(functools.partial(run_async, out=out, err=err), opts, scenario, conf, clock,
+                        clock=clock)
+
+
+def run_recorded(scenario: str, overrides: dict[str, str], seed: int, out_dir: str,
+                 duration: float | None = None) -> str:
+    """A sweep task: run a scenario with config overrides on the virtual clock, record it into a new
+    folder under `out_dir` and return that folder's path."""
+    os.makedirs(out_dir, exist_ok=True)
+    opts = RunOptions(scenario=scenario, overrides={k: str(v) for k, v in overrides.items()},
+                      seed=seed, duration=duration, record_dir=out_dir, grid=dict(overrides))
+    result = run(opts, out=open(os.devnull, "w"), err=open(os.devnull, "w"))
+    assert result.record_path is not None
+    return result.record_path

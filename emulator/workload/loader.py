@@ -1,0 +1,528 @@
+"""Reading scenario files: TOML (tomllib) → typed `Scenario` (msgspec), with whole-file checks.
+
+Every problem is a `ScenarioError` whose message is one line naming the file, the key path and the bad
+value, and saying what is expected, e.g.
+
+    scenario.toml: events[2].at = -5s: times are offsets from the run start and must be >= 0
+    scenario.toml: cluster.capcity = { cores = 4 }: unknown key; expected one of: brokers, placement, ...
+    scenario.toml: invalid TOML: Expected '=' after a key in a key/value pair (at line 3, column 5)
+
+Paths use the file's own keys, with list positions counted from 0 (`events[2]` is the third event).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from emulator.model.bundles import parse_bundle
+from emulator.model.config import ConfigError, ServiceConfig
+
+from .errors import MISSING, ScenarioError
+from .durations import format_duration
+from .schema import (
+    AddBrokers,
+    LeaderFailover,
+    NoisePattern,
+    RampPattern,
+    RemoveBrokers,
+    Scenario,
+    SessionExpire,
+    SetConfig,
+    SpikePattern,
+    Split,
+    TopicSelector,
+    Unload,
+    dec_hook,
+)
+from .traffic import topic_names
+
+__all__ = ["load", "load_file", "loads", "strategy_keys"]
+
+PLACEMENT_KEY = "loadBalancerLoadPlacementStrategy"
+SHEDDER_KEY = "loadBalancerLoadSheddingStrategy"
+SPLIT_ALGORITHMS = ("range_equally_divide", "topic_count_equally_divide", "flow_or_qps_equally_divide")
+_BROKER = re.compile(r"^broker-(\d+)(?::8080)?$")
+
+
+# ---------------------------------------------------------------------------------- entry points
+
+
+def loads(text: str, source: str = "<scenario>") -> Scenario:
+    """Parse and check scenario TOML text; `source` names it in errors."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(source, None, MISSING, f"invalid TOML: {e}") from None
+    return from_dict(raw, source)
+
+
+def load_file(path: str | os.PathLike[str]) -> Scenario:
+    """Read a scenario file; errors name the path as given."""
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(source, None, MISSING, "no such scenario file") from None
+    except IsADirectoryError:
+        raise ScenarioError(source, None, MISSING, "is a directory, not a scenario file") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(source, None, MISSING, f"not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise ScenarioError(source, None, MISSING, f"cannot read the file ({e.strerror})") from None
+    return loads(text, source)
+
+
+def load(name_or_path: str | os.PathLike[str]) -> Scenario:
+    """A built-in scenario by name, or a scenario file by path (a name wins only if no such file)."""
+    from . import library
+
+    text = os.fspath(name_or_path)
+    if text in library.names() and not Path(text).is_file():
+        return library.load(text)
+    if Path(text).exists() or text.endswith(".toml") or os.sep in text:
+        return load_file(text)
+    raise ScenarioError(text, None, MISSING, "not a built-in scenario nor a file; built-in: "
+                        + ", ".join(library.names()))
+
+
+def from_dict(raw: dict[str, Any], source: str) -> Scenario:
+    try:
+        scenario = msgspec.convert(raw, Scenario, strict=True, dec_hook=dec_hook)
+    except msgspec.ValidationError as e:
+        raise _translate(str(e), raw, source, Scenario) from None
+    _Checker(scenario, raw, source).run()
+    return scenario
+
+
+def strategy_keys(scenario: Scenario) -> dict[str, str]:
+    """The Pulsar strategy keys the scenario sets, [cluster] placement/shedder over [settings]."""
+    out: dict[str, str] = {}
+    for key in (PLACEMENT_KEY, SHEDDER_KEY):
+        value = scenario.settings.get(key)
+        if isinstance(value, str):
+            out[key] = value
+    if scenario.cluster.placement is not None:
+        out[PLACEMENT_KEY] = scenario.cluster.placement
+    if scenario.cluster.shedder is not None:
+        out[SHEDDER_KEY] = scenario.cluster.shedder
+    return out
+
+
+# ---------------------------------------------------------------------------------- msgspec errors
+
+Seg = str | int
+_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
+_SEG = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+               "array": "a list", "object": "a table", "null": "nothing", "datetime": "a date-time",
+               "date": "a date", "time": "a time"}
+
+
+def _parse_path(text: str) -> list[Seg]:
+    return [m.group(1) if m.group(1) is not None else
+            (m.group(2) if m.group(2) == "..." else int(m.group(2))) for m in _SEG.finditer(text)]
+
+
+def format_path(segs: list[Seg]) -> str:
+    out = ""
+    for s in segs:
+        out += f"[{s}]" if isinstance(s, int) else (f".{s}" if out else s)
+    return out
+
+
+def _raw_at(raw: Any, segs: list[Seg]) -> Any:
+    node = raw
+    for s in segs:
+        try:
+            node = node[s]
+        except (KeyError, IndexError, TypeError):
+            return MISSING
+    return node
+
+
+def _strip(tp: Any) -> Any:
+    """Annotated[X, ...] -> X; X | None -> X."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) == 1:
+                tp = args[0]
+                continue
+        return tp
+
+
+def _union_members(tp: Any) -> list[Any]:
+    tp = _strip(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(tp) if a is not type(None)]
+    return [tp]
+
+
+def _pick_tagged(tp: Any, raw: Any) -> Any:
+    members = _union_members(tp)
+    structs = [m for m in members if isinstance(m, type) and issubclass(m, msgspec.Struct)]
+    if len(structs) > 1 and isinstance(raw, dict):
+        field = structs[0].__struct_config__.tag_field
+        for m in structs:
+            if raw.get(field) == m.__struct_config__.tag:
+                return m
+    return _strip(tp) if len(members) == 1 else tp
+
+
+def _fields(tp: Any) -> dict[str, Any]:
+    return typing.get_type_hints(tp, include_extras=True)
+
+
+def _type_at(root: Any, segs: list[Seg], raw: Any) -> Any:
+    tp = root
+    node = raw
+    for s in segs:
+        tp = _pick_tagged(tp, node)
+        tp = _strip(tp)
+        if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+            tp = _fields(tp).get(s) if isinstance(s, str) else None
+        else:
+            args = typing.get_args(tp)
+            tp = args[-1] if args else None
+        node = _raw_at(node, [s]) if node is not MISSING else MISSING
+        if tp is None:
+            return None
+    return _pick_tagged(tp, node)
+
+
+def _tag_choices(members: list[Any]) -> list[str]:
+    return [m.__struct_config__.tag for m in members
+            if isinstance(m, type) and issubclass(m, msgspec.Struct) and m.__struct_config__.tag]
+
+
+def _describe_expected(types_text: str) -> str:
+    words = [_TYPE_WORDS.get(t.strip(), t.strip()) for t in types_text.split("|")]
+    return " or ".join(dict.fromkeys(words))
+
+
+def _translate(message: str, raw: dict[str, Any], source: str, root: Any) -> ScenarioError:
+    m = _AT.match(message)
+    if m is None:
+        return ScenarioError(source, None, MISSING, message)
+    text, segs = m.group(1), _parse_path(m.group(2))
+    if "..." in segs:  # a dict value: find which key fails, then translate that error
+        cut = segs.index("...")
+        parent = _raw_at(raw, segs[:cut])
+        dict_type = _strip(_type_at(root, segs[:cut], raw))
+        args = typing.get_args(dict_type) if dict_type is not None else ()
+        value_type = args[-1] if args else Any
+        if isinstance(parent, dict):
+            for key, item in parent.items():
+                try:
+                    msgspec.convert(item, value_type, strict=True, dec_hook=dec_hook)
+                except msgspec.ValidationError as e:
+                    inner = _AT.match(str(e))
+                    sub_text, sub_path = (inner.group(1), inner.group(2)) if inner else (str(e), "")
+                    full = segs[:cut] + [key] + _parse_path(sub_path)
+                    return _translate(f"{sub_text} - at `${_dotted(full)}`", raw, source, root)
+        segs = segs[:cut]
+    value = _raw_at(raw, segs)
+    if text.startswith("Object contains unknown field `"):
+        key = text[len("Object contains unknown field `"):-1]
+        tp = _strip(_type_at(root, segs, raw))
+        known = list(_fields(tp)) if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else []
+        if known and isinstance(tp, type) and tp.__struct_config__.tag_field:
+            known = [tp.__struct_config__.tag_field] + known
+        hint = f"; expected one of: {', '.join(known)}" if known else ""
+        return ScenarioError(source, format_path(segs + [key]), _raw_at(raw, segs + [key]),
+                             f"unknown key{hint}")
+    if text.startswith("Object missing required field `"):
+        key = text[len("Object missing required field `"):-1]
+        members = _union_members(_type_at(root, segs, raw))
+        tags = _tag_choices(members)
+        if tags and key == members[0].__struct_config__.tag_field:
+            return ScenarioError(source, format_path(segs + [key]), MISSING,
+                                 f"required key is missing; one of: {', '.join(tags)}")
+        return ScenarioError(source, format_path(segs + [key]), MISSING, "required key is missing")
+    if text.startswith("Invalid value ") and segs and isinstance(segs[-1], str):
+        members = _union_members(_type_at(root, segs[:-1], MISSING))
+        tags = _tag_choices(members)
+        what = "unknown event" if segs[-1] == "do" else f"unknown {segs[-1]}"
+        return ScenarioError(source, format_path(segs), value, f"{what}; expected one of: {', '.join(tags)}")
+    if text.startswith("Invalid enum value "):
+        tp = _strip(_type_at(root, segs, raw))
+        choices = [str(a) for a in typing.get_args(tp)] if typing.get_origin(tp) is typing.Literal else []
+        return ScenarioError(source, format_path(segs), value,
+                             f"expected one of: {', '.join(choices)}" if choices else text)
+    bound = re.match(r"^Expected `[^`]*` (>=|>|<=|<) (\S+)$", text)
+    if bound:
+        num = float(bound.group(2))
+        return ScenarioError(source, format_path(segs), value,
+                             f"must be {bound.group(1)} {num:g}")
+    typed = re.match(r"^Expected `([^`]*)`, got `([^`]*)`$", text)
+    if typed:
+        return ScenarioError(source, format_path(segs), value,
+                             f"expected {_describe_expected(typed.group(1))}, "
+                             f"got {_describe_expected(typed.group(2))}")
+    return ScenarioError(source, format_path(segs), value, text)
+
+
+def _dotted(segs: list[Seg]) -> str:
+    return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in segs)
+
+
+# ---------------------------------------------------------------------------------- whole-file checks
+
+
+class _Checker:
+    """Checks that need more than one key: references between sections, times vs the duration,
+    Pulsar keys and strategy names, broker names."""
+
+    def __init__(self, scenario: Scenario, raw: dict[str, Any], source: str) -> None:
+        self.s = scenario
+        self.raw = raw
+        self.source = source
+        self.namespaces: list[str] = []
+        self.groups: dict[str, int] = {}
+        self.topics: set[str] = set()
+        self.partitioned: set[str] = set()
+
+    def fail(self, segs: list[Seg], reason: str, value: Any = None) -> ScenarioError:
+        v = _raw_at(self.raw, segs) if value is None else value
+        return ScenarioError(self.source, format_path(segs), v, reason)
+
+    def run(self) -> None:
+        s = self.s
+        if s.scenario.duration <= 0:
+            raise self.fail(["scenario", "duration"], "must be > 0 (how long the run lasts)")
+        self.check_settings()
+        self.check_namespaces()
+        self.check_topics()
+        for i, p in enumerate(s.traffic.patterns):
+            self.check_pattern(["traffic", "patterns", i], p, None)
+        self.check_brokers()
+        self.check_events()
+
+    # --- settings and strategies
+
+    def check_settings(self) -> None:
+        base = ServiceConfig()
+        for key, value in self.s.settings.items():
+            try:
+                base = base.with_overrides({key: value}, source="settings")
+            except ConfigError as e:
+                raise self.fail(["settings", key], _config_reason(str(e), key)) from None
+        self.conf = base
+        keys = strategy_keys(self.s)
+        where = {PLACEMENT_KEY: (["cluster", "placement"] if self.s.cluster.placement is not None
+                                 else ["settings", PLACEMENT_KEY]),
+                 SHEDDER_KEY: (["cluster", "shedder"] if self.s.cluster.shedder is not None
+                               else ["settings", SHEDDER_KEY])}
+        placement = keys.get(PLACEMENT_KEY, base.load_balancer_load_placement_strategy)
+        shedder = keys.get(SHEDDER_KEY, base.load_balancer_load_shedding_strategy)
+        check_strategies(placement, shedder,
+                         lambda key, reason: self.fail(where[key], reason))
+
+    # --- namespaces and topics
+
+    def check_namespaces(self) -> None:
+        for i, ns in enumerate(self.s.namespaces):
+            if not re.fullmatch(r"[\w.-]+/[\w.-]+", ns.name):
+                raise self.fail(["namespaces", i, "name"], "expected tenant/namespace (e.g. public/default)")
+            if ns.name in self.namespaces:
+                raise self.fail(["namespaces", i, "name"], "declared twice")
+            if ns.bundles is not None and ns.bundles > self.conf.load_balancer_namespace_maximum_bundles:
+                raise self.fail(["namespaces", i, "bundles"],
+                                f"more than loadBalancerNamespaceMaximumBundles "
+                                f"({self.conf.load_balancer_namespace_maximum_bundles})")
+            self.namespaces.append(ns.name)
+
+    def check_topics(self) -> None:
+        for i, g in enumerate(self.s.topics):
+            at = ["topics", i]
+            if g.namespace not in self.namespaces:
+                raise self.fail(at + ["namespace"], self._namespace_hint())
+            label = g.label(i)
+            if label in self.groups:
+                raise self.fail(at + ["group"], f"topic group name used twice (also topics[{self.groups[label]}])",
+                                label)
+            self.groups[label] = i
+            try:
+                first = g.name.format(i=0)
+            except (KeyError, IndexError, ValueError) as e:
+                raise self.fail(at + ["name"], f"bad name pattern ({e}); use {{i}} for the topic index") from None
+            if g.count > 1 and g.name.format(i=1) == first:
+                raise self.fail(at + ["name"], f"all {g.count} topics would share one name; put {{i}} in it")
+            if not first or "/" in first:
+                raise self.fail(at + ["name"], "a local topic name must be non-empty and without '/'")
+            r = g.rate
+            if r.distribution == "uniform" and r.low is not None and r.high is not None and r.low > r.high:
+                raise self.fail(at + ["rate", "low"], f"greater than rate.high ({r.high:g})")
+            if r.hot_count is not None and r.hot_fraction is not None:
+                raise self.fail(at + ["rate", "hot_count"], "give hot_count or hot_fraction, not both")
+            for name, base in topic_names(g):
+                if name in self.topics:
+                    raise self.fail(at + ["name"], f"topic {name} is also made by another group", g.name)
+                self.topics.add(name)
+                self.partitioned.add(base)
+        for i, g in enumerate(self.s.topics):
+            for j, p in enumerate(g.patterns):
+                self.check_pattern(["topics", i, "patterns", j], p, g.label(i))
+
+    def check_pattern(self, at: list[Seg], p: Any, group: str | None) -> None:
+        if isinstance(p, RampPattern) and p.end <= p.start:
+            raise self.fail(at + ["end"], f"must be after start ({format_duration(p.start)})")
+        if isinstance(p, SpikePattern):
+            self.check_selector(at + ["select"], p.select)
+            self.check_time(at + ["at"], p.at)
+        if isinstance(p, NoisePattern):
+            self.check_selector(at + ["select"], p.select)
+            if p.interval <= 0:
+                raise self.fail(at + ["interval"], "must be > 0 (how often the noise is drawn again)")
+
+    def check_selector(self, at: list[Seg], sel: TopicSelector) -> None:
+        if sel.group is not None and sel.group not in self.groups:
+            raise self.fail(at + ["group"], "no such topic group; known: " + (", ".join(self.groups) or "none"))
+        if sel.namespace is not None and sel.namespace not in self.namespaces:
+            raise self.fail(at + ["namespace"], self._namespace_hint())
+        for j, name in enumerate(sel.topics):
+            full = name if "://" in name else f"persistent://{name}"
+            if full not in self.topics and full not in self.partitioned:
+                raise self.fail(at + ["topics", j], "not one of the scenario's topics")
+        chosen = [k for k in ("hottest", "random", "fraction") if getattr(sel, k) is not None]
+        if len(chosen) > 1:
+            raise self.fail(at + [chosen[1]], f"give one of hottest, random, fraction (also {chosen[0]})")
+
+    def _namespace_hint(self) -> str:
+        return "not declared in [[namespaces]]; declared: " + (", ".join(self.namespaces) or "none")
+
+    # --- brokers
+
+    def check_brokers(self) -> None:
+        total = self.s.cluster.brokers + sum(e.count for e in self.s.events if isinstance(e, AddBrokers))
+        for key in self.s.cluster.overrides:
+            self.broker_index(["cluster", "overrides", key], key, total, value=key)
+
+    def broker_index(self, at: list[Seg], name: str, limit: int, value: Any = None) -> int:
+        m = _BROKER.match(name)
+        if m is None:
+            raise self.fail(at, "expected a broker name like broker-3 (or broker-3:8080)", value)
+        k = int(m.group(1))
+        if not 1 <= k <= limit:
+            raise self.fail(at, f"no such broker (the scenario has broker-1..broker-{limit} by then)", value)
+        return k
+
+    # --- events
+
+    def check_time(self, at: list[Seg], t: float) -> None:
+        d = self.s.scenario.duration
+        if t > d:
+            raise self.fail(at, f"past the scenario's duration ({format_duration(d)}); "
+                                "move it earlier or lengthen scenario.duration")
+
+    def check_events(self) -> None:
+        known = self.s.cluster.brokers
+        order = sorted(range(len(self.s.events)), key=lambda i: self.s.events[i].at)
+        for i in order:
+            e = self.s.events[i]
+            at: list[Seg] = ["events", i]
+            self.check_time(at + ["at"], e.at)
+            if isinstance(e, AddBrokers):
+                known += e.count
+            for j, name in enumerate(getattr(e, "brokers", None) or []):
+                self.broker_index(at + ["brokers", j], name, known)
+            if isinstance(e, RemoveBrokers):
+                if bool(e.brokers) == (e.count is not None):
+                    raise self.fail(at, "give brokers = [...] or count = N (one of them)",
+                                    _raw_at(self.raw, at))
+            if isinstance(e, SessionExpire) and e.broker != "leader":
+                self.broker_index(at + ["broker"], e.broker, known)
+            if isinstance(e, LeaderFailover) and e.restart_after is not None and e.mode == "session_expire":
+                raise self.fail(at + ["restart_after"], "only for mode kill, graceful or sigterm "
+                                "(after a session expiry the broker is still running)")
+            if isinstance(e, SetConfig):
+                try:
+                    self.conf.with_overrides({e.key: e.value}, source="set_config")
+                except ConfigError as err:
+                    raise self.fail(at + ["value"] if "unknown key" not in str(err) else at + ["key"],
+                                    _config_reason(str(err), e.key)) from None
+            if isinstance(e, Unload):
+                given = [k for k in ("namespace", "bundle", "topic") if getattr(e, k) is not None]
+                if len(given) != 1:
+                    raise self.fail(at, "give exactly one of namespace, bundle or topic",
+                                    _raw_at(self.raw, at))
+                self.check_target(at, e)
+                if e.destination is not None:
+                    self.broker_index(at + ["destination"], e.destination, known)
+            if isinstance(e, Split):
+                if (e.bundle is None) == (e.topic is None):
+                    raise self.fail(at, "give exactly one of bundle or topic", _raw_at(self.raw, at))
+                self.check_target(at, e)
+                if e.algorithm is not None and e.algorithm not in SPLIT_ALGORITHMS:
+                    raise self.fail(at + ["algorithm"], "expected one of: " + ", ".join(SPLIT_ALGORITHMS))
+            select = getattr(e, "select", None)
+            if isinstance(select, TopicSelector):
+                self.check_selector(at + ["select"], select)
+
+    def check_target(self, at: list[Seg], e: Any) -> None:
+        if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
+            raise self.fail(at + ["namespace"], self._namespace_hint())
+        if e.bundle is not None:
+            try:
+                ns, _, _ = parse_bundle(e.bundle)
+            except ValueError:
+                raise self.fail(at + ["bundle"], "expected tenant/ns/0x<lower>_0x<upper>") from None
+            if ns not in self.namespaces:
+                raise self.fail(at + ["bundle"], self._namespace_hint())
+        if e.topic is not None:
+            full = e.topic if "://" in e.topic else f"persistent://{e.topic}"
+            ns = full.split("://", 1)[1].rsplit("/", 1)[0]
+            if ns not in self.namespaces:
+                raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint())
+
+
+def _config_reason(message: str, key: str) -> str:
+    """The reason part of a ConfigError ("<source>: <key> = <value>: <reason>")."""
+    head = f": {key} = "
+    pos = message.find(head)
+    if pos < 0:
+        return message
+    rest = message[pos + len(head):]
+    m = re.match(r"^(?:'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^:]*): (.*)$", rest, re.S)
+    reason = m.group(1) if m else rest
+    return "unknown key (not a broker.conf key the emulator knows)" if reason == "unknown key" else reason
+
+
+def check_strategies(placement: str, shedder: str,
+                     fail: Callable[[str, str], Exception]) -> None:
+    """Raise `fail(key, reason)` when a strategy name is unknown or the pair is not allowed."""
+    import shedders
+    import strategies
+
+    try:
+        strategies.create(placement, rng=random.Random(0))
+    except (ValueError, TypeError, ImportError) as e:
+        raise fail(PLACEMENT_KEY, str(e)) from None
+    try:
+        shedders.create(shedder, rng=random.Random(0))
+    except (ValueError, TypeError, ImportError) as e:
+        raise fail(SHEDDER_KEY, str(e)) from None
+    try:
+        shedders.create_pair(placement, shedder, rng=random.Random(0))
+    except (ValueError, TypeError) as e:
+        raise fail(PLACEMENT_KEY, str(e)) from None
+
+
+def iter_events(scenario: Scenario) -> Iterator[tuple[int, Any]]:
+    """(index in the file, event) by time, file order among events at the same time."""
+    return iter(sorted(enumerate(scenario.events), key=lambda p: p[1].at))
+

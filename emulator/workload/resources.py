@@ -1,0 +1,234 @@
+"""The broker resource model: what a broker's host reports for the traffic it serves.
+
+Pulsar's `LinuxBrokerHostUsageImpl` reports, and the load manager compares (pulsar-algorithms.md §1.2):
+
+* CPU in *percent-cores*: usage = busy cores × 100, limit = 100 × cores;
+* memory = JVM heap used / max heap, in MB;
+* direct memory = direct buffers used / `-XX:MaxDirectMemorySize`, in MB;
+* bandwidth in / out = NIC traffic in kbit/s (bytes × 8 / 1024), limit = NIC speed in kbit/s
+  (`gbps × 1024 × 1024`, the formula of `loadBalancerOverrideBrokerNicSpeedGbps`).
+
+Usage comes from the traffic the broker serves (per-message and per-byte costs), a per-broker base load,
+bookie replication on the way out (a broker writes every message to `bookie_write_quorum` bookies through
+the same NIC), a background load (a foreign process on the host, PIP-364's "[10, 50, 70] stalls
+ThresholdShedder" case) and seeded noise. Every constant is named once, in `ResourceModelConstants`, and a
+scenario's `[resources]` table overrides any of them.
+
+`compute_usage` is the pure formula; `ResourceModel` keeps per-broker capacities and noise streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+import msgspec
+import numpy as np
+
+from emulator.cluster.load_source import SystemUsage
+from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
+from emulator.runtime import derive_seed
+
+__all__ = [
+    "BrokerCapacity",
+    "BrokerTraffic",
+    "ResourceModel",
+    "ResourceModelConstants",
+    "compute_usage",
+    "nic_limit_kbps",
+]
+
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+
+MIB = 1024.0 * 1024.0
+US_PER_S = 1_000_000.0
+
+
+class ResourceModelConstants(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Every cost of the resource model, in one place (a scenario's `[resources]` overrides any).
+
+    CPU costs are microseconds of CPU per unit: a broker publishing 10,000 msg/s of 1 KiB to one
+    consumer spends 10k × (40 + 20) µs + 20k × 4 µs = 0.68 cores on the traffic, so an 8-core broker at
+    50 % CPU moves roughly 60k msg/s in and out, the order of magnitude operators report.
+    """
+
+    cpu_base_cores: NonNegative = 0.25
+    """An idle broker: JVM, GC, ZooKeeper session, stats and metrics threads."""
+    cpu_us_per_msg_in: NonNegative = 40.0
+    """Publish path per message: decode, managed-ledger add, bookie round trip, ack."""
+    cpu_us_per_msg_out: NonNegative = 20.0
+    """Dispatch path per message delivered to one consumer (cache read, flow control, ack handling)."""
+    cpu_us_per_kib: NonNegative = 4.0
+    """Per KiB moved in or out: buffer copies and checksums (no TLS)."""
+    cpu_us_per_topic: NonNegative = 100.0
+    """Per loaded topic and second: stats, timers, inactive-subscription checks."""
+    cpu_us_per_session: NonNegative = 20.0
+    """Per producer or consumer and second: keep-alives, flow permits, stats."""
+    heap_base_mb: NonNegative = 400.0
+    """Heap of an idle broker."""
+    heap_mb_per_topic: NonNegative = 0.25
+    """Per loaded topic: managed ledger, cursors, stats objects."""
+    heap_mb_per_session: NonNegative = 0.02
+    """Per producer or consumer."""
+    heap_mb_per_mib_s: NonNegative = 4.0
+    """Per MiB/s of traffic in + out: in-flight requests, pending acks."""
+    direct_base_mb: NonNegative = 64.0
+    """Direct memory of an idle broker (Netty pools)."""
+    direct_mb_per_mib_s: NonNegative = 24.0
+    """Per MiB/s in + out: managed-ledger entry cache and Netty buffers."""
+    wire_overhead_bytes_per_msg: NonNegative = 48.0
+    """Pulsar protocol framing and metadata per message on the wire."""
+    bookie_write_quorum: Annotated[int, msgspec.Meta(ge=0)] = 2
+    """Each published byte leaves again to this many bookies (managedLedgerDefaultWriteQuorum = 2)."""
+    noise_cpu: NonNegative = 0.03
+    """Relative standard deviation of the CPU reading (1 + sd × N(0, 1), at least 0)."""
+    noise_memory: NonNegative = 0.02
+    """Relative standard deviation of heap and direct-memory readings."""
+    noise_bandwidth: NonNegative = 0.01
+    """Relative standard deviation of the NIC readings."""
+    saturate: bool = True
+    """CPU and NIC readings stop at their limit (a host cannot be busier than all its cores or faster
+    than its NIC); False lets them exceed 100 %, as a synthetic report could."""
+
+
+class BrokerCapacity(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One broker's host: cores, NIC speed, heap and direct memory, and any foreign CPU load.
+
+    Defaults follow Pulsar's packaging (`PULSAR_MEM="-Xms2g -Xmx2g -XX:MaxDirectMemorySize=4g"`) on an
+    8-core, 10 Gbit/s host."""
+
+    cores: Positive = 8.0
+    nic_gbps: Positive = 10.0
+    heap_mb: Positive = 2048.0
+    direct_mb: Positive = 4096.0
+    background_cores: NonNegative = 0.0
+    """CPU used by a foreign process on the same host, in cores."""
+
+
+class BrokerTraffic(msgspec.Struct, frozen=True):
+    """What a broker serves, summed over its bundles (msg/s, bytes/s, counts)."""
+
+    msg_rate_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_throughput_out: float = 0.0
+    topics: int = 0
+    sessions: int = 0
+
+    @classmethod
+    def from_stats(cls, stats: Mapping[str, NamespaceBundleStats]) -> BrokerTraffic:
+        rin = rout = tin = tout = 0.0
+        topics = sessions = 0
+        for s in stats.values():
+            rin += s.msg_rate_in
+            rout += s.msg_rate_out
+            tin += s.msg_throughput_in
+            tout += s.msg_throughput_out
+            topics += s.topics
+            sessions += s.producer_count + s.consumer_count
+        return cls(rin, rout, tin, tout, topics, sessions)
+
+
+def nic_limit_kbps(gbps: float) -> float:
+    """A NIC's speed in Pulsar's kbit/s (`overrideBrokerNicSpeedGbps × 1024 × 1024`)."""
+    return gbps * 1024.0 * 1024.0
+
+
+def compute_usage(
+    k: ResourceModelConstants,
+    capacity: BrokerCapacity,
+    traffic: BrokerTraffic,
+    noise: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    nic_override_gbps: float | None = None,
+) -> SystemUsage:
+    """The five ResourceUsages of one report. `noise` = (cpu, memory, bandwidth) multipliers."""
+    cpu_noise, mem_noise, bw_noise = noise
+    moved_mib = (traffic.msg_throughput_in + traffic.msg_throughput_out) / MIB
+    cpu_us = (
+        traffic.msg_rate_in * k.cpu_us_per_msg_in
+        + traffic.msg_rate_out * k.cpu_us_per_msg_out
+        + (traffic.msg_throughput_in + traffic.msg_throughput_out) / 1024.0 * k.cpu_us_per_kib
+        + traffic.topics * k.cpu_us_per_topic
+        + traffic.sessions * k.cpu_us_per_session
+    )
+    cpu_limit = 100.0 * capacity.cores
+    cpu = (k.cpu_base_cores * 100.0 + cpu_us / US_PER_S * 100.0) * cpu_noise
+    cpu += capacity.background_cores * 100.0
+
+    heap = (k.heap_base_mb + traffic.topics * k.heap_mb_per_topic
+            + traffic.sessions * k.heap_mb_per_session + moved_mib * k.heap_mb_per_mib_s) * mem_noise
+    direct = (k.direct_base_mb + moved_mib * k.direct_mb_per_mib_s) * mem_noise
+
+    wire_in = traffic.msg_throughput_in + traffic.msg_rate_in * k.wire_overhead_bytes_per_msg
+    wire_out = traffic.msg_throughput_out + traffic.msg_rate_out * k.wire_overhead_bytes_per_msg
+    wire_out += k.bookie_write_quorum * wire_in
+    bw_in = wire_in * 8.0 / 1024.0 * bw_noise
+    bw_out = wire_out * 8.0 / 1024.0 * bw_noise
+    nic = nic_limit_kbps(nic_override_gbps if nic_override_gbps is not None else capacity.nic_gbps)
+    if k.saturate:
+        cpu = min(cpu, cpu_limit)
+        bw_in = min(bw_in, nic)
+        bw_out = min(bw_out, nic)
+    return SystemUsage(
+        cpu=ResourceUsage(usage=cpu, limit=cpu_limit),
+        memory=ResourceUsage(usage=min(heap, capacity.heap_mb), limit=capacity.heap_mb),
+        direct_memory=ResourceUsage(usage=min(direct, capacity.direct_mb), limit=capacity.direct_mb),
+        bandwidth_in=ResourceUsage(usage=bw_in, limit=nic),
+        bandwidth_out=ResourceUsage(usage=bw_out, limit=nic),
+    )
+
+
+class ResourceModel:
+    """Per-broker capacities (changeable during a run) and per-broker seeded noise streams.
+
+    A broker's noise stream is `numpy.random.default_rng(derive_seed(seed, "resources/<broker id>"))`,
+    so adding a broker does not change any other broker's readings, and a restarted broker continues its
+    own stream. `conf` is the cluster's live ServiceConfig (read for the NIC-speed override)."""
+
+    def __init__(
+        self,
+        constants: ResourceModelConstants | None = None,
+        default: BrokerCapacity | None = None,
+        *,
+        seed: int = 0,
+        capacities: Mapping[str, BrokerCapacity] | None = None,
+        conf: object | None = None,
+    ) -> None:
+        self.constants = constants or ResourceModelConstants()
+        self.default = default or BrokerCapacity()
+        self.seed = seed
+        self.conf = conf
+        self._capacity: dict[str, BrokerCapacity] = dict(capacities or {})
+        self._noise: dict[str, np.random.Generator] = {}
+
+    def capacity(self, broker_id: str) -> BrokerCapacity:
+        return self._capacity.get(broker_id, self.default)
+
+    def set_capacity(self, broker_id: str, **changes: float) -> BrokerCapacity:
+        """Change some of a broker's capacity fields (validated like the scenario file)."""
+        merged = msgspec.structs.asdict(self.capacity(broker_id))
+        merged.update({k: v for k, v in changes.items() if v is not None})
+        try:
+            new = msgspec.convert(merged, BrokerCapacity)
+        except msgspec.ValidationError as e:
+            given = ", ".join(f"{k}={v!r}" for k, v in changes.items() if v is not None)
+            raise ValueError(f"set_capacity({broker_id}, {given}): {e}") from None
+        self._capacity[broker_id] = new
+        return new
+
+    def _noise_multipliers(self, broker_id: str) -> tuple[float, float, float]:
+        k = self.constants
+        gen = self._noise.get(broker_id)
+        if gen is None:
+            gen = self._noise[broker_id] = np.random.default_rng(
+                derive_seed(self.seed, f"resources/{broker_id}"))
+        z = gen.standard_normal(3)
+        return (max(0.0, 1.0 + k.noise_cpu * float(z[0])),
+                max(0.0, 1.0 + k.noise_memory * float(z[1])),
+                max(0.0, 1.0 + k.noise_bandwidth * float(z[2])))
+
+    def usage(self, broker_id: str, traffic: BrokerTraffic) -> SystemUsage:
+        override = getattr(self.conf, "load_balancer_override_broker_nic_speed_gbps", None)
+        return compute_usage(self.constants, self.capacity(broker_id), traffic,
+                             self._noise_multipliers(broker_id), override)

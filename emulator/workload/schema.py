@@ -1,0 +1,493 @@
+"""The scenario file, as typed Structs: what a TOML scenario may say, with every default named here.
+
+    [scenario]          name, description, duration ("2h"), seed
+    [cluster]           brokers, placement, shedder, emulator knobs; [cluster.capacity] for every broker;
+                        [cluster.overrides] broker-3 = { cores = 2 } for some
+    [[namespaces]]      name = "tenant/ns", bundles, anti_affinity_group
+    [[topics]]          a group of topics: namespace, count, name pattern, partitions, producers,
+                        consumers, msg_size, rate = { distribution = ... }, patterns = [...],
+                        consumer_jitter = { ... }
+    [traffic]           scale (a global multiplier), patterns applied to every topic
+    [resources]         ResourceModelConstants overrides
+    [settings]          any ServiceConfig key by its Pulsar name (camelCase)
+    [metadata_store]    latency            [network] latency
+    [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
+    [[events]]          at = "30m", do = "<verb>", and the verb's arguments
+
+Every table forbids unknown keys. Durations are strings like "90m", "2h", "30s", "250ms", or a number of
+seconds. Decoding (msgspec) checks types and ranges; `loader.py` adds the checks that need the whole
+file (events within the duration, known namespaces, strategy names, Pulsar keys) and words every error as
+one line naming the file, the key path and the value.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+
+from .durations import parse_duration
+from .resources import BrokerCapacity, ResourceModelConstants
+
+__all__ = [
+    "EVENT_TYPES",
+    "PATTERN_TYPES",
+    "AddBrokers",
+    "BackgroundLoad",
+    "BrokerCapacity",
+    "CapacityOverride",
+    "ClientsSection",
+    "ClusterSection",
+    "ConsumerJitter",
+    "DiurnalPattern",
+    "Duration",
+    "Event",
+    "LeaderFailover",
+    "MetadataStoreSection",
+    "NamespaceSpec",
+    "NetworkSection",
+    "NoisePattern",
+    "Offset",
+    "Pattern",
+    "RampEvent",
+    "RampPattern",
+    "RateSpec",
+    "RemoveBrokers",
+    "RestartRolling",
+    "Scenario",
+    "ScenarioInfo",
+    "ScaleRate",
+    "SessionExpire",
+    "SetCapacity",
+    "SetConfig",
+    "SetRate",
+    "SpikeEvent",
+    "SpikePattern",
+    "Split",
+    "SteadyPattern",
+    "TopicGroup",
+    "TopicSelector",
+    "TrafficSection",
+    "Unload",
+    "dec_hook",
+    "verb_of",
+]
+
+
+class Duration(float):
+    """Seconds, >= 0; written "90m", "2h", "1h30m", "30s", "250ms" or as a number of seconds."""
+
+    NEGATIVE = "durations must be >= 0"
+
+
+class Offset(Duration):
+    """An emulated time, in seconds from the run start (the moment the cluster is up)."""
+
+    NEGATIVE = "times are offsets from the run start and must be >= 0"
+
+
+def dec_hook(kind: type, obj: Any) -> Any:
+    """msgspec hook for Duration/Offset: a ValueError here becomes an error at the key's path."""
+    if isinstance(kind, type) and issubclass(kind, Duration):
+        seconds = parse_duration(obj)
+        if seconds < 0:
+            raise ValueError(kind.NEGATIVE)
+        return kind(seconds)
+    raise NotImplementedError(kind)
+
+
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+Count = Annotated[int, msgspec.Meta(ge=1)]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
+SettingValue = Union[str, int, float, bool, list[str]]
+StopMode = Literal["graceful", "sigterm", "kill"]
+
+_T = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
+
+
+# ---------------------------------------------------------------------------------- scenario, cluster
+
+
+class ScenarioInfo(msgspec.Struct, **_T):
+    name: str
+    description: str
+    """One line: what the scenario exists to show."""
+    duration: Duration = Duration(3600.0)
+    seed: int = 1
+
+
+class CapacityOverride(msgspec.Struct, **_T):
+    """Fields of BrokerCapacity to change for some brokers; unset fields keep the cluster default."""
+
+    cores: Positive | None = None
+    nic_gbps: Positive | None = None
+    heap_mb: Positive | None = None
+    direct_mb: Positive | None = None
+    background_cores: NonNegative | None = None
+
+    def changes(self) -> dict[str, float]:
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
+
+
+class ClusterSection(msgspec.Struct, **_T):
+    brokers: Count = 3
+    placement: str | None = None
+    """Placement strategy (short name, Pulsar class, or pkg.module:Class); sets
+    loadBalancerLoadPlacementStrategy."""
+    shedder: str | None = None
+    """Shedding strategy; sets loadBalancerLoadSheddingStrategy."""
+    capacity: BrokerCapacity = msgspec.field(default_factory=BrokerCapacity)
+    overrides: dict[str, CapacityOverride] = {}
+    """Per broker (`broker-3` or `broker-3:8080`), applied over `capacity`."""
+    report_interval: Duration = Duration(5.0)
+    broker_start_timeout: Duration = Duration(60.0)
+    bundle_close_time: Duration = Duration(0.02)
+    topic_close_time: Duration = Duration(0.002)
+    sigterm_timeout: Duration = Duration(5.0)
+
+
+class NamespaceSpec(msgspec.Struct, **_T):
+    name: str
+    """tenant/namespace"""
+    bundles: Count | None = None
+    """Initial bundle count; default defaultNumberOfNamespaceBundles."""
+    anti_affinity_group: str | None = None
+
+
+# ---------------------------------------------------------------------------------- topics, traffic
+
+
+class TopicSelector(msgspec.Struct, **_T):
+    """Which topics an event or pattern touches. Filters combine (AND), then one of hottest / random /
+    fraction narrows the result; an empty selector means every topic (of the group, for a pattern)."""
+
+    group: str | None = None
+    namespace: str | None = None
+    topics: list[str] = []
+    """Topic names: full (`persistent://t/n/x`) or `t/n/x`; a partitioned topic's name selects all its
+    partitions."""
+    hottest: Count | None = None
+    """The N topics with the highest base rate."""
+    random: Count | None = None
+    """N topics drawn with the scenario's seeded generator."""
+    fraction: Fraction | None = None
+    """This share of the topics, drawn at random."""
+
+
+class RateSpec(msgspec.Struct, **_T):
+    """Base publish rate per topic (msg/s), before patterns.
+
+    constant: every topic `rate`. uniform: U(low, high) per topic. zipf: `total` msg/s shared with
+    weights 1/k^exponent over the topics in a seeded random order (default total = rate × count).
+    hot_set: every topic `rate`, and `hot_count` (or `hot_fraction` of the) topics `rate × hot_factor`.
+    A partitioned topic's rate is split evenly over its partitions."""
+
+    distribution: Literal["constant", "uniform", "zipf", "hot_set"] = "constant"
+    rate: NonNegative = 10.0
+    low: NonNegative | None = None
+    high: NonNegative | None = None
+    exponent: NonNegative = 1.0
+    total: NonNegative | None = None
+    hot_count: Count | None = None
+    hot_fraction: Fraction | None = None
+    hot_factor: NonNegative = 10.0
+
+
+class SteadyPattern(msgspec.Struct, tag_field="kind", tag="steady", **_T):
+    """No change over time (the default)."""
+
+
+class RampPattern(msgspec.Struct, tag_field="kind", tag="ramp", **_T):
+    """Multiplier `from_factor` until `start`, linear to `to_factor` at `end`, held after."""
+
+    start: Offset = Offset(0.0)
+    end: Offset
+    from_factor: NonNegative = 1.0
+    to_factor: NonNegative
+
+
+class SpikePattern(msgspec.Struct, tag_field="kind", tag="spike", **_T):
+    """Multiplier `factor` on the selected topics during [at, at + duration)."""
+
+    at: Offset
+    duration: Duration
+    factor: NonNegative
+    select: TopicSelector = msgspec.field(default_factory=TopicSelector)
+
+
+class DiurnalPattern(msgspec.Struct, tag_field="kind", tag="diurnal", **_T):
+    """Multiplier 1 + amplitude · sin(2π (t + phase_i) / period); phase_i = phase + U(±phase_jitter)
+    per topic, so topics peak at different times when jittered."""
+
+    amplitude: Fraction = 0.5
+    period: Duration = Duration(86400.0)
+    phase: Duration = Duration(0.0)
+    phase_jitter: Duration = Duration(0.0)
+
+
+class NoisePattern(msgspec.Struct, tag_field="kind", tag="noise", **_T):
+    """Multiplier max(0, 1 + sd · N(0, 1)) per topic, drawn anew every `interval` (piecewise constant,
+    a pure function of the seed and the interval's number): real traffic is never flat, and a load
+    report is only written when a broker's numbers move by more than 10 %."""
+
+    sd: NonNegative = 0.1
+    interval: Duration = Duration(10.0)
+    """> 0"""
+    select: TopicSelector = msgspec.field(default_factory=TopicSelector)
+
+
+Pattern = Union[SteadyPattern, RampPattern, SpikePattern, DiurnalPattern, NoisePattern]
+PATTERN_TYPES: tuple[type, ...] = (SteadyPattern, RampPattern, SpikePattern, DiurnalPattern,
+                                   NoisePattern)
+
+
+class ConsumerJitter(msgspec.Struct, **_T):
+    """On/off consumers: every `period`, the consumers of `fraction` of the group's topics close and
+    come back after `off` (each comeback is a new lookup and attach)."""
+
+    fraction: Fraction = 0.1
+    period: Duration = Duration(60.0)
+    off: Duration = Duration(30.0)
+
+
+class TopicGroup(msgspec.Struct, **_T):
+    namespace: str
+    count: Count = 1
+    group: str | None = None
+    """Name used by selectors; default `topics[<index>]`."""
+    name: str = "topic-{i}"
+    """Local name pattern; `{i}` is the topic's index in the group (format specs allowed: {i:05d})."""
+    persistence: Literal["persistent", "non-persistent"] = "persistent"
+    partitions: NonNegativeInt = 0
+    """0 = non-partitioned topics; N = partitioned topics of N partitions (`<name>-partition-<p>`)."""
+    producers: NonNegativeInt = 1
+    """Per topic (per partition of a partitioned topic)."""
+    consumers: NonNegativeInt = 1
+    """Per topic (per partition); each consumer reads everything (its own subscription)."""
+    msg_size: Annotated[int, msgspec.Meta(ge=1)] = 1024
+    """Bytes per message."""
+    rate: RateSpec = msgspec.field(default_factory=RateSpec)
+    patterns: list[Pattern] = []
+    consumer_jitter: ConsumerJitter | None = None
+
+    def label(self, index: int) -> str:
+        return self.group or f"topics[{index}]"
+
+
+class TrafficSection(msgspec.Struct, **_T):
+    scale: NonNegative = 1.0
+    """Multiplies every topic's rate."""
+    patterns: list[Pattern] = []
+    """Applied to every topic, on top of the group patterns."""
+
+
+# ---------------------------------------------------------------------------------- infrastructure
+
+
+class MetadataStoreSection(msgspec.Struct, **_T):
+    latency: Duration = Duration(0.0)
+    """Per metadata-store operation (ZooKeeper round trip)."""
+
+
+class NetworkSection(msgspec.Struct, **_T):
+    latency: Duration = Duration(0.0)
+    """One-way latency between clients and brokers (applied where the cluster supports it)."""
+
+
+class ClientsSection(msgspec.Struct, **_T):
+    count: Count = 4
+    """PulsarClient instances; topics are dealt to them round robin."""
+    connect_over: Duration = Duration(0.0)
+    """Spread the first connects of all topics evenly over this time (0 = all at once)."""
+    operation_timeout: Positive = 30.0
+    initial_backoff: Positive = 0.1
+    max_backoff: Positive = 60.0
+    max_lookup_redirects: NonNegativeInt = 20
+
+
+# ---------------------------------------------------------------------------------- events
+
+
+class AddBrokers(msgspec.Struct, tag_field="do", tag="add_brokers", **_T):
+    """Start `count` new brokers (named broker-<N+1>, ...), optionally with their own capacity."""
+
+    at: Offset
+    count: Count = 1
+    cores: Positive | None = None
+    nic_gbps: Positive | None = None
+    heap_mb: Positive | None = None
+    direct_mb: Positive | None = None
+
+
+class RemoveBrokers(msgspec.Struct, tag_field="do", tag="remove_brokers", **_T):
+    """Stop brokers: the named ones, or `count` picked by `pick` (last = highest numbers)."""
+
+    at: Offset
+    brokers: list[str] = []
+    count: Count | None = None
+    pick: Literal["last", "first", "random", "most_bundles", "least_bundles"] = "last"
+    mode: StopMode = "graceful"
+    concurrent: bool = True
+    """Stop them at once (True) or one after the other."""
+
+
+class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T):
+    """Restart brokers `batch` at a time (stop, stay down `down`, start), waiting `wait` between batches.
+
+    With mode = "kill", give `down` at least the metadata session timeout: like a real broker, one
+    started again while its old session still holds /loadbalance/brokers/<id> cannot register
+    (LockBusy), and the event fails."""
+
+    at: Offset
+    brokers: list[str] = []
+    """Default: every live broker, in name order."""
+    batch: Count = 1
+    wait: Duration = Duration(60.0)
+    down: Duration = Duration(0.0)
+    mode: StopMode = "graceful"
+
+
+class LeaderFailover(msgspec.Struct, tag_field="do", tag="leader_failover", **_T):
+    """Take the current leader away: kill it, stop it, or expire its metadata session."""
+
+    at: Offset
+    mode: Literal["kill", "graceful", "sigterm", "session_expire"] = "kill"
+    restart_after: Duration | None = None
+    """Bring the old leader's broker back this long after it went away (kill/graceful/sigterm)."""
+
+
+class SessionExpire(msgspec.Struct, tag_field="do", tag="session_expire", **_T):
+    """Expire a broker's metadata-store session (ZooKeeper session expiry)."""
+
+    at: Offset
+    broker: str = "leader"
+    """A broker name, or "leader"."""
+
+
+class SetCapacity(msgspec.Struct, tag_field="do", tag="set_capacity", **_T):
+    at: Offset
+    brokers: list[str] = []
+    """Default: every live broker."""
+    cores: Positive | None = None
+    nic_gbps: Positive | None = None
+    heap_mb: Positive | None = None
+    direct_mb: Positive | None = None
+
+
+class BackgroundLoad(msgspec.Struct, tag_field="do", tag="background_load", **_T):
+    """A foreign process using `cores` of CPU on the brokers' hosts (0 ends it)."""
+
+    at: Offset
+    brokers: list[str] = []
+    cores: NonNegative
+    duration: Duration | None = None
+    """Back to 0 after this long (default: stays)."""
+
+
+class SetConfig(msgspec.Struct, tag_field="do", tag="set_config", **_T):
+    """Dynamic configuration (pulsar-admin brokers update-dynamic-config)."""
+
+    at: Offset
+    key: str
+    value: SettingValue
+
+
+class Unload(msgspec.Struct, tag_field="do", tag="unload", **_T):
+    """pulsar-admin namespaces unload: one of namespace, bundle or topic (its current bundle)."""
+
+    at: Offset
+    namespace: str | None = None
+    bundle: str | None = None
+    topic: str | None = None
+    destination: str | None = None
+
+
+class Split(msgspec.Struct, tag_field="do", tag="split", **_T):
+    """pulsar-admin namespaces split-bundle: a bundle, or the bundle of a topic at that time."""
+
+    at: Offset
+    bundle: str | None = None
+    topic: str | None = None
+    algorithm: str | None = None
+    unload: bool = False
+
+
+class SpikeEvent(msgspec.Struct, tag_field="do", tag="spike", **_T):
+    """Multiply the selected topics' rates by `factor` for `duration`."""
+
+    at: Offset
+    select: TopicSelector = msgspec.field(default_factory=TopicSelector)
+    factor: NonNegative
+    duration: Duration
+
+
+class RampEvent(msgspec.Struct, tag_field="do", tag="ramp", **_T):
+    """Move the selected topics' rates linearly to `factor` × their rate over `over`, then hold."""
+
+    at: Offset
+    select: TopicSelector = msgspec.field(default_factory=TopicSelector)
+    factor: NonNegative
+    over: Duration
+
+
+class SetRate(msgspec.Struct, tag_field="do", tag="set_rate", **_T):
+    """Set the selected topics' base rate (msg/s per topic; patterns still apply)."""
+
+    at: Offset
+    select: TopicSelector = msgspec.field(default_factory=TopicSelector)
+    rate: NonNegative
+
+
+class ScaleRate(msgspec.Struct, tag_field="do", tag="scale_rate", **_T):
+    """Multiply the selected topics' base rate by `factor` from now on."""
+
+    at: Offset
+    select: TopicSelector = msgspec.field(default_factory=TopicSelector)
+    factor: NonNegative
+
+
+Event = Union[AddBrokers, RemoveBrokers, RestartRolling, LeaderFailover, SessionExpire, SetCapacity,
+              BackgroundLoad, SetConfig, Unload, Split, SpikeEvent, RampEvent, SetRate, ScaleRate]
+EVENT_TYPES: tuple[type, ...] = (AddBrokers, RemoveBrokers, RestartRolling, LeaderFailover,
+                                 SessionExpire, SetCapacity, BackgroundLoad, SetConfig, Unload, Split,
+                                 SpikeEvent, RampEvent, SetRate, ScaleRate)
+
+
+def verb_of(event: Any) -> str:
+    """The `do = "..."` name of an event Struct."""
+    return type(event).__struct_config__.tag  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------- the file
+
+
+class Scenario(msgspec.Struct, **_T):
+    scenario: ScenarioInfo
+    cluster: ClusterSection = msgspec.field(default_factory=ClusterSection)
+    namespaces: list[NamespaceSpec] = []
+    topics: list[TopicGroup] = []
+    traffic: TrafficSection = msgspec.field(default_factory=TrafficSection)
+    resources: ResourceModelConstants = msgspec.field(default_factory=ResourceModelConstants)
+    settings: dict[str, SettingValue] = {}
+    metadata_store: MetadataStoreSection = msgspec.field(default_factory=MetadataStoreSection)
+    network: NetworkSection = msgspec.field(default_factory=NetworkSection)
+    clients: ClientsSection = msgspec.field(default_factory=ClientsSection)
+    events: list[Event] = []
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def description(self) -> str:
+        return self.scenario.description
+
+    @property
+    def duration(self) -> float:
+        return float(self.scenario.duration)
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed

@@ -1,0 +1,352 @@
+"""The traffic model: every topic's publish rate as a function of emulated time, as numpy arrays.
+
+A fluid model (DESIGN.md "Runtime rules"): no message is ever sent. Each topic has a base rate (msg/s)
+and a message size (bytes) in flat arrays indexed by a topic → index map; patterns (ramp, spike,
+diurnal, noise) and traffic events (spike, ramp, set/scale rate) are *modifiers* that multiply slices
+of the rate array at a given time. `rates(now)` evaluates them all at once and caches the result per instant, since every
+broker's report at one instant asks for the same vector.
+
+What is *served* (a topic carries traffic only while a producer is connected, and out = in × connected
+consumers) is decided from the brokers' actual producers and consumers in `load.py`; this module only
+knows what the applications would like to publish.
+
+Randomness (uniform and Zipf rates, hot sets, diurnal phase jitter, random selections) comes from numpy
+Generators seeded with `derive_seed(seed, "traffic/<group>")`, so a group's topics do not change when
+another group is added.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from emulator.runtime import derive_seed
+
+from .schema import (
+    DiurnalPattern,
+    NoisePattern,
+    RampPattern,
+    Scenario,
+    SpikePattern,
+    SteadyPattern,
+    TopicGroup,
+    TopicSelector,
+)
+
+__all__ = ["Modifier", "TrafficModel", "base_rates", "topic_names"]
+
+
+def topic_names(group: TopicGroup) -> list[tuple[str, str]]:
+    """(topic, partitioned-topic name) for every topic of a group, in index order.
+
+    Non-partitioned topics are their own partitioned name; a partitioned topic `x` of N partitions gives
+    `x-partition-0` ... `x-partition-{N-1}` (Pulsar's TopicName.getPartition)."""
+    out: list[tuple[str, str]] = []
+    prefix = f"{group.persistence}://{group.namespace}/"
+    for i in range(group.count):
+        base = prefix + group.name.format(i=i)
+        if group.partitions:
+            out.extend((f"{base}-partition-{p}", base) for p in range(group.partitions))
+        else:
+            out.append((base, base))
+    return out
+
+
+def base_rates(group: TopicGroup, rng: np.random.Generator) -> np.ndarray:
+    """Base msg/s of each *partitioned* topic of the group (length `count`), from its RateSpec."""
+    spec = group.rate
+    n = group.count
+    if spec.distribution == "constant":
+        return np.full(n, spec.rate, dtype=float)
+    if spec.distribution == "uniform":
+        low = spec.low if spec.low is not None else 0.0
+        high = spec.high if spec.high is not None else spec.rate
+        return rng.uniform(low, high, n)
+    if spec.distribution == "zipf":
+        total = spec.total if spec.total is not None else spec.rate * n
+        weights = 1.0 / np.arange(1, n + 1, dtype=float) ** spec.exponent
+        weights = weights[rng.permutation(n)]
+        return total * weights / weights.sum()
+    # hot_set
+    rates = np.full(n, spec.rate, dtype=float)
+    if spec.hot_count is not None:
+        hot = min(spec.hot_count, n)
+    else:
+        hot = min(n, max(1, round((spec.hot_fraction or 0.0) * n))) if spec.hot_fraction else 0
+    if hot:
+        rates[np.sort(rng.choice(n, size=hot, replace=False))] *= spec.hot_factor
+    return rates
+
+
+class Modifier:
+    """A time-dependent multiplier on some topics (`indices`, None = all). Subclasses give `factor`."""
+
+    __slots__ = ("indices", "end")
+
+    def __init__(self, indices: np.ndarray | None, end: float = math.inf) -> None:
+        self.indices = indices
+        self.end = end
+
+    def factor(self, now: float) -> float | np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finished(self, now: float) -> bool:
+        """True once the modifier is 1 for ever after `now` (so it can be dropped)."""
+        return now >= self.end
+
+
+class _Spike(Modifier):
+    __slots__ = ("start", "value")
+
+    def __init__(self, indices: np.ndarray | None, start: float, duration: float, factor: float) -> None:
+        super().__init__(indices, start + duration)
+        self.start = start
+        self.value = factor
+
+    def factor(self, now: float) -> float:
+        return self.value if self.start <= now < self.end else 1.0
+
+
+class _Ramp(Modifier):
+    __slots__ = ("start", "stop", "f0", "f1")
+
+    def __init__(self, indices: np.ndarray | None, start: float, stop: float, f0: float, f1: float) -> None:
+        super().__init__(indices)
+        self.start, self.stop, self.f0, self.f1 = start, stop, f0, f1
+
+    def factor(self, now: float) -> float:
+        if now <= self.start:
+            return self.f0
+        if now >= self.stop:
+            return self.f1
+        return self.f0 + (self.f1 - self.f0) * (now - self.start) / (self.stop - self.start)
+
+
+class _Diurnal(Modifier):
+    __slots__ = ("amplitude", "omega", "phase")
+
+    def __init__(self, indices: np.ndarray | None, amplitude: float, period: float,
+                 phase: float | np.ndarray) -> None:
+        super().__init__(indices)
+        self.amplitude = amplitude
+        self.omega = 2.0 * math.pi / period
+        self.phase = phase
+
+    def factor(self, now: float) -> float | np.ndarray:
+        return 1.0 + self.amplitude * np.sin(self.omega * (now + self.phase))
+
+
+class _Noise(Modifier):
+    """Per-topic N(1, sd) factors, piecewise constant over `interval`; each interval's draw comes from
+    its own generator (seed, label, interval number), so the value at a time never depends on which
+    times were asked before."""
+
+    __slots__ = ("sd", "interval", "seed", "label", "_bucket", "_values")
+
+    def __init__(self, indices: np.ndarray | None, n: int, sd: float, interval: float, seed: int,
+                 label: str) -> None:
+        super().__init__(indices)
+        self.sd, self.interval, self.seed, self.label = sd, interval, seed, label
+        self._bucket: int | None = None
+        self._values = np.ones(n)
+
+    def factor(self, now: float) -> np.ndarray:
+        bucket = math.floor(now / self.interval)
+        if bucket != self._bucket:
+            gen = np.random.default_rng(derive_seed(self.seed, f"traffic/noise/{self.label}/{bucket}"))
+            self._values = np.maximum(0.0, 1.0 + self.sd * gen.standard_normal(len(self._values)))
+            self._bucket = bucket
+        return self._values
+
+
+class TrafficModel:
+    """Per-topic arrays: `names`, `base_rate` (msg/s), `msg_size` (bytes), `partitions` (of the topic
+    each index belongs to, 1 when not partitioned), plus the group / namespace each topic belongs to."""
+
+    def __init__(self, names: Sequence[str], base_rate: np.ndarray, msg_size: np.ndarray, *,
+                 partitioned_names: Sequence[str] | None = None,
+                 groups: dict[str, np.ndarray] | None = None, seed: int = 0) -> None:
+        n = len(names)
+        if base_rate.shape != (n,) or msg_size.shape != (n,):
+            raise ValueError(f"base_rate has shape {base_rate.shape}, msg_size {msg_size.shape}: "
+                             f"both need one value per topic, shape ({n},)")
+        self.names: list[str] = list(names)
+        self.index: dict[str, int] = {t: i for i, t in enumerate(self.names)}
+        if len(self.index) != n:
+            dup = next(t for t in self.names if self.names.count(t) > 1)
+            raise ValueError(f"topic {dup!r} appears twice in the traffic model")
+        self.base_rate = np.asarray(base_rate, dtype=float).copy()
+        self.msg_size = np.asarray(msg_size, dtype=float).copy()
+        self.partitioned_names = list(partitioned_names) if partitioned_names is not None else self.names
+        counts: dict[str, int] = {}
+        for p in self.partitioned_names:
+            counts[p] = counts.get(p, 0) + 1
+        self.partitions = np.array([counts[p] for p in self.partitioned_names], dtype=float)
+        self.groups: dict[str, np.ndarray] = dict(groups or {"all": np.arange(n)})
+        self.namespaces = [t.split("://", 1)[-1].rsplit("/", 1)[0] for t in self.names]
+        self.seed = seed
+        self.origin = 0.0
+        """Emulated time of the run start: patterns and events are written in offsets from it."""
+        self._modifiers: list[Modifier] = []
+        self._version = 0
+        self._cache_key: tuple[float, int] | None = None
+        self._cache = self.base_rate
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, seed: int | None = None) -> TrafficModel:
+        """Build every topic group of the scenario, its rates and patterns; `seed` defaults to the
+        scenario's."""
+        seed = scenario.seed if seed is None else seed
+        names: list[str] = []
+        partitioned: list[str] = []
+        rates: list[np.ndarray] = []
+        sizes: list[np.ndarray] = []
+        groups: dict[str, np.ndarray] = {}
+        for gi, group in enumerate(scenario.topics):
+            label = group.label(gi)
+            pairs = topic_names(group)
+            start = len(names)
+            names.extend(t for t, _ in pairs)
+            partitioned.extend(p for _, p in pairs)
+            rng = np.random.default_rng(derive_seed(seed, f"traffic/{label}"))
+            per_topic = base_rates(group, rng)
+            if group.partitions:
+                per_topic = np.repeat(per_topic / group.partitions, group.partitions)
+            rates.append(per_topic)
+            sizes.append(np.full(len(pairs), float(group.msg_size)))
+            groups[label] = np.arange(start, len(names))
+        base = np.concatenate(rates) if rates else np.zeros(0)
+        size = np.concatenate(sizes) if sizes else np.zeros(0)
+        model = cls(names, base * scenario.traffic.scale, size, partitioned_names=partitioned,
+                    groups=groups, seed=seed)
+        for gi, group in enumerate(scenario.topics):
+            label = group.label(gi)
+            rng = np.random.default_rng(derive_seed(seed, f"traffic/{label}/patterns"))
+            model.add_patterns(group.patterns, groups[label], rng, label)
+        model.add_patterns(scenario.traffic.patterns, None,
+                           np.random.default_rng(derive_seed(seed, "traffic/patterns")), "traffic")
+        return model
+
+    def add_patterns(self, patterns: Iterable[object], within: np.ndarray | None,
+                     rng: np.random.Generator, label: str = "all") -> None:
+        for k, p in enumerate(patterns):
+            if isinstance(p, SteadyPattern):
+                continue
+            if isinstance(p, RampPattern):
+                self.add(_Ramp(within, p.start, p.end, p.from_factor, p.to_factor))
+            elif isinstance(p, SpikePattern):
+                self.add(_Spike(self.select(p.select, rng, within=within), p.at, p.duration, p.factor))
+            elif isinstance(p, DiurnalPattern):
+                n = len(within) if within is not None else len(self.names)
+                phase: float | np.ndarray = float(p.phase)
+                if p.phase_jitter > 0:
+                    phase = p.phase + rng.uniform(-p.phase_jitter, p.phase_jitter, n)
+                self.add(_Diurnal(within, p.amplitude, p.period, phase))
+            elif isinstance(p, NoisePattern):
+                idx = self.select(p.select, rng, within=within)
+                n = len(idx) if idx is not None else len(self.names)
+                self.add(_Noise(idx, n, p.sd, p.interval, self.seed, f"{label}/{k}"))
+            else:  # pragma: no cover - the schema admits no other kind
+                raise TypeError(f"unknown pattern {p!r}")
+
+    # ------------------------------------------------------------------ evaluation
+
+    def rates(self, now: float) -> np.ndarray:
+        """msg/s each topic would publish at emulated time `now` (read-only: shared by every caller
+        at `now`)."""
+        key = (now, self._version)
+        if key == self._cache_key:
+            return self._cache
+        now = now - self.origin
+        mods = self._modifiers
+        if any(m.finished(now) for m in mods):
+            self._modifiers = mods = [m for m in mods if not m.finished(now)]
+        r = self.base_rate.copy()
+        for m in mods:
+            f = m.factor(now)
+            if m.indices is None:
+                r *= f
+            else:
+                r[m.indices] *= f
+        r.flags.writeable = False
+        self._cache_key, self._cache = key, r
+        return r
+
+    # ------------------------------------------------------------------ changes (events)
+
+    def add(self, modifier: Modifier) -> None:
+        self._modifiers.append(modifier)
+        self._version += 1
+
+    def spike(self, indices: np.ndarray | None, factor: float, start: float, duration: float) -> None:
+        self.add(_Spike(indices, start, duration, factor))
+
+    def ramp(self, indices: np.ndarray | None, factor: float, start: float, over: float) -> None:
+        self.add(_Ramp(indices, start, start + over, 1.0, factor))
+
+    def set_rate(self, indices: np.ndarray | None, rate: float) -> None:
+        """Base rate of the selected topics = `rate` msg/s per topic (split over partitions)."""
+        idx = slice(None) if indices is None else indices
+        self.base_rate[idx] = rate / self.partitions[idx]
+        self._version += 1
+
+    def scale(self, indices: np.ndarray | None, factor: float) -> None:
+        idx = slice(None) if indices is None else indices
+        self.base_rate[idx] *= factor
+        self._version += 1
+
+    # ------------------------------------------------------------------ selection
+
+    def select(self, sel: TopicSelector, rng: np.random.Generator, *,
+               within: np.ndarray | None = None) -> np.ndarray | None:
+        """Sorted unique indices of the selected topics (None = all topics, nothing filtered)."""
+        if sel == TopicSelector() and within is None:
+            return None
+        mask = np.zeros(len(self.names), dtype=bool)
+        if within is None:
+            mask[:] = True
+        else:
+            mask[within] = True
+        if sel.group is not None:
+            if sel.group not in self.groups:
+                raise ValueError(f"group = {sel.group!r}: no such topic group; known: "
+                                 + ", ".join(self.groups))
+            in_group = np.zeros_like(mask)
+            in_group[self.groups[sel.group]] = True
+            mask &= in_group
+        if sel.namespace is not None:
+            mask &= np.fromiter((ns == sel.namespace for ns in self.namespaces), bool, len(self.names))
+        if sel.topics:
+            named = np.zeros_like(mask)
+            named[self.resolve_names(sel.topics)] = True
+            mask &= named
+        chosen = np.flatnonzero(mask)
+        if sel.hottest is not None:
+            order = np.argsort(-self.base_rate[chosen], kind="stable")
+            chosen = np.sort(chosen[order[: sel.hottest]])
+        if sel.random is not None:
+            k = min(sel.random, len(chosen))
+            chosen = np.sort(rng.choice(chosen, size=k, replace=False)) if k else chosen[:0]
+        if sel.fraction is not None:
+            k = round(sel.fraction * len(chosen))
+            k = max(k, 1) if sel.fraction > 0 and len(chosen) else k
+            chosen = np.sort(rng.choice(chosen, size=k, replace=False)) if k else chosen[:0]
+        return chosen
+
+    def resolve_names(self, names: Iterable[str]) -> list[int]:
+        """Indices of topics named fully or as `tenant/ns/x`; a partitioned name gives all partitions."""
+        out: list[int] = []
+        for name in names:
+            full = name if "://" in name else f"persistent://{name}"
+            if full in self.index:
+                out.append(self.index[full])
+                continue
+            parts = [i for i, p in enumerate(self.partitioned_names) if p == full]
+            if not parts:
+                raise ValueError(f"topic {name!r} is not in the scenario's topics")
+            out.extend(parts)
+        return out

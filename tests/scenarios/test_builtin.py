@@ -1,0 +1,282 @@
+"""Every built-in scenario, run for a short emulated time with the invariant checker on, shows what it
+exists to show. Durations are cut to just past each scenario's event; the assertions are the point of
+the scenario (spec/scenarios.md), not incidental numbers."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import pytest
+
+from emulator.model.bundles import parse_bundle, topic_hash
+from emulator.observe.summary import format_summary
+from emulator.runtime import VirtualClock
+from emulator.runtime import run as run_on
+from emulator.workload import library
+
+from tests.workload.harness import observed
+
+MIN = 60.0
+
+
+def collect(cluster: Any, *kinds: str) -> list[dict]:
+    out: list[dict] = []
+    cluster.events.subscribe(lambda e: out.append(e) if e.kind in kinds else None)
+    return out
+
+
+def decisions(run: Any, name: str) -> list[dict]:
+    return run.cluster.decision_log.of(name)
+
+
+def test_every_builtin_scenario_has_a_test_here():
+    tested = {name.removeprefix("test_").split("__")[0].replace("_", "-")
+              for name in globals() if name.startswith("test_") and "__" in name}
+    assert set(library.names()) <= tested, set(library.names()) - tested
+
+
+def test_library_lists_scenarios_with_one_line_descriptions():
+    described = dict(library.describe())
+    assert set(described) == set(library.names()) and len(described) >= 11
+    for name, text in described.items():
+        assert text and "\n" not in text and len(text) < 140, name
+        assert library.load(name).name == name
+        assert library.source(name).lstrip().startswith("#")  # the file says why it exists
+
+
+# ---------------------------------------------------------------------------------- default
+
+
+@pytest.mark.anyio
+async def test_default__every_topic_connects_and_every_broker_serves():
+    scenario = library.load("default")
+    assert scenario.cluster.brokers == 20 and scenario.duration == 2 * 3600
+    assert sum(g.count * max(g.partitions, 1) for g in scenario.topics) == 10_000
+    assert len(scenario.namespaces) == 4
+    async with observed(scenario, check_interval=10.0) as run:
+        await run.sleep_until(3 * MIN)
+        s = run.summary()
+        assert s.topics == 10_000 and s.handles == s.handles_connected == 22_500
+        assert s.brokers_live == 20 and all(b.bundles >= 1 and b.msg_rate > 0 for b in s.brokers)
+        # the diurnal swing: the run starts at the trough (x0.65); 25 minutes later it is x0.91
+        early = sum(b.msg_rate for b in s.brokers)
+        await run.sleep_until(25 * MIN)
+        assert sum(b.msg_rate for b in run.summary().brokers) > 1.25 * early
+
+
+# ---------------------------------------------------------------------------------- heterogeneous
+
+
+SMALL = {f"broker-{i}:8080" for i in (5, 6, 7, 8)}
+
+
+@pytest.mark.anyio
+async def test_heterogeneous_brokers__shedder_unloads_only_from_small_brokers_and_they_stay_hot():
+    async with observed(library.load("heterogeneous-brokers")) as run:
+        await run.sleep_until(15 * MIN)
+        unloads = decisions(run, "unload")
+        assert len(unloads) >= 4
+        assert {u["broker"] for u in unloads} <= SMALL
+        s = run.summary()
+        small = [b for b in s.brokers if b.broker in SMALL]
+        big = [b for b in s.brokers if b.broker not in SMALL]
+        # placement balanced msg rate (within 2x) while CPU stayed far apart: the two views conflict
+        assert max(b.msg_rate for b in s.brokers) < 2 * min(b.msg_rate for b in s.brokers)
+        assert min(b.max_usage for b in small) > 3 * max(b.max_usage for b in big)
+
+
+# ---------------------------------------------------------------------------------- hot topic
+
+
+HOT = "persistent://news/live/story-7"
+
+
+def _contains(bundle: str, topic: str) -> bool:
+    _, lower, upper = parse_bundle(bundle)
+    h = topic_hash(topic)
+    return lower <= h < upper or (upper == 0xFFFFFFFF and h == upper)
+
+
+@pytest.mark.anyio
+async def test_hot_topic__its_bundle_splits_again_and_again():
+    async with observed(library.load("hot-topic")) as run:
+        splits = collect(run.cluster, "bundle_split")
+        await run.sleep_until(20 * MIN)
+        assert len(splits) >= 4
+        assert all(_contains(e["bundle"], HOT) for e in splits), "a split that was not the hot chain"
+        assert all(e["t"] > run.t0 + 5 * MIN for e in splits)   # nothing before the topic got hot
+        # each split cut the previous child: a chain of nested ranges around the hot topic
+        widths = [parse_bundle(e["bundle"])[2] - parse_bundle(e["bundle"])[1] for e in splits]
+        assert widths == sorted(widths, reverse=True)
+        assert len(run.cluster.ownership()) == 4 + len(splits)
+
+
+# ---------------------------------------------------------------------------------- scale up / down
+
+
+NEW = {f"broker-{i}:8080" for i in (5, 6, 7, 8)}
+
+
+@pytest.mark.anyio
+async def test_scale_up__new_brokers_take_bundles_from_the_busy_ones():
+    async with observed(library.load("scale-up")) as run:
+        await run.sleep_until(25 * MIN)
+        unloads = decisions(run, "unload")
+        assert unloads and all(u["t"] > run.t0 + 10 * MIN for u in unloads)
+        assert all(u["broker"] not in NEW and u["destination"] in NEW for u in unloads)
+        owners = collections.Counter(run.cluster.ownership().values())
+        assert all(owners[b] >= 1 for b in NEW)
+
+
+@pytest.mark.anyio
+async def test_scale_down__graceful_removal_moves_every_bundle_with_short_outages():
+    async with observed(library.load("scale-down")) as run:
+        stopped = collect(run.cluster, "broker_stopped")
+        await run.sleep_until(20 * MIN)
+        assert [e["broker"] for e in stopped] == [f"broker-{i}:8080" for i in (6, 7, 8)]
+        assert all(e["graceful"] for e in stopped)
+        assert stopped[0]["t"] < stopped[1]["t"] < stopped[2]["t"]   # one after the other
+        s = run.summary()
+        assert s.brokers_live == 5 and s.bundles == 32
+        assert set(run.cluster.ownership().values()) <= set(run.cluster.live_brokers())
+        assert s.handles_connected == s.handles == 1600
+        assert 0 < s.unavailable_max < 30.0      # a drain, not a session expiry
+
+
+# ---------------------------------------------------------------------------------- overloading
+
+
+async def _placements_after_removal(overrides: dict[str, str]) -> collections.Counter[str]:
+    async with observed(library.load("overloading"), overrides=overrides) as run:
+        assignments = collect(run.cluster, "assignment")
+        await run.sleep_until(10 * MIN)
+        n = len(assignments)
+        await run.sleep_until(11 * MIN)
+        removed = {f"broker-{i}:8080" for i in (9, 10, 11)}
+        assert not removed & set(run.cluster.live_brokers())
+        return collections.Counter(a["broker"] for a in assignments[n:])
+
+
+@pytest.mark.anyio
+async def test_overloading__preallocation_spreads_the_removed_brokers_bundles():
+    placed = await _placements_after_removal({})
+    assert sum(placed.values()) >= 15
+    assert len(placed) >= 6 and max(placed.values()) <= 0.3 * sum(placed.values())
+
+
+@pytest.mark.anyio
+async def test_overloading__without_preallocation_they_pile_onto_one_broker():
+    placed = await _placements_after_removal({"emulator_preallocation_enabled": "false"})
+    assert sum(placed.values()) >= 15
+    assert max(placed.values()) >= 0.9 * sum(placed.values())
+
+
+# ---------------------------------------------------------------------------------- restarts, faults
+
+
+@pytest.mark.anyio
+async def test_rolling_restart__the_last_restarted_broker_stays_idle():
+    async with observed(library.load("rolling-restart")) as run:
+        started = collect(run.cluster, "broker_started")
+        await run.sleep_until(25 * MIN)
+        assert sorted(e["broker"] for e in started) == [f"broker-{i}:8080" for i in range(1, 7)]
+        last = started[-1]
+        assert last["broker"] == "broker-6:8080"
+        owners = collections.Counter(run.cluster.ownership().values())
+        assert owners["broker-6:8080"] == 0
+        assert all(owners[b] > 0 for b in run.cluster.live_brokers() if b != "broker-6:8080")
+        assert not decisions(run, "unload")      # ThresholdShedder never found it worth moving load
+
+
+@pytest.mark.anyio
+async def test_leader_failover__a_new_leader_after_session_expiry_and_shedding_goes_on():
+    async with observed(library.load("leader-failover")) as run:
+        elected = collect(run.cluster, "leader_elected")
+        old = run.cluster.leader()
+        await run.sleep_until(14 * MIN)
+        assert len(elected) == 1
+        new = elected[0]
+        assert new["broker"] != old
+        session = run.cluster.conf.metadata_store_session_timeout_millis / 1000
+        assert run.t0 + 10 * MIN + session - 1e-6 <= new["t"] <= run.t0 + 10 * MIN + session + 10
+        plans = [p for p in decisions(run, "shedding_plan") if p["t"] > new["t"]]
+        assert len(plans) >= 2
+        assert old in run.cluster.live_brokers() and run.cluster.leader() == new["broker"]
+        s = run.summary()
+        assert s.handles_connected == s.handles
+
+
+@pytest.mark.anyio
+async def test_broker_crash__its_topics_wait_for_the_session_expiry_then_reconnect():
+    async with observed(library.load("broker-crash")) as run:
+        await run.sleep_until(10 * MIN - 1)
+        victim_topics = {t for o in run.cluster.brokers["broker-3:8080"].owned.values()
+                         if o.actor is not None for t in o.actor.topics}
+        assignments = collect(run.cluster, "assignment")
+        await run.sleep_until(14 * MIN)
+        session = run.cluster.conf.metadata_store_session_timeout_millis / 1000
+        assert victim_topics and assignments
+        assert min(a["t"] for a in assignments) >= run.t0 + 10 * MIN + session
+        down = run.unavailable.per_topic(run.cluster.system.clock.now())
+        assert set(down) == victim_topics                 # nobody else noticed
+        assert min(down.values()) >= 2 * session          # producer and consumer, each >= session
+        s = run.summary()
+        assert s.handles_connected == s.handles and "broker-3:8080" not in run.cluster.ownership().values()
+
+
+@pytest.mark.anyio
+async def test_idle_new_broker__threshold_shedder_never_gives_it_a_bundle():
+    async with observed(library.load("idle-new-broker")) as run:
+        await run.sleep_until(20 * MIN)
+        assert "broker-6:8080" in run.cluster.live_brokers()
+        assert "broker-6:8080" not in run.cluster.ownership().values()
+        assert not decisions(run, "unload")
+        plans = decisions(run, "shedding_plan")
+        assert len(plans) >= 10 and not any(p["plan"] for p in plans)
+
+
+@pytest.mark.anyio
+async def test_idle_new_broker__lower_boundary_shedding_fills_it():
+    # #17456's switch, and a minimum unload small enough for 10 % of a broker's 43 MB/s
+    overrides = {"lowerBoundarySheddingEnabled": "true", "loadBalancerBundleUnloadMinThroughputThreshold": "1"}
+    async with observed(library.load("idle-new-broker"), overrides=overrides) as run:
+        await run.sleep_until(20 * MIN)
+        assert "broker-6:8080" in run.cluster.ownership().values()
+
+
+@pytest.mark.anyio
+async def test_jittery_consumers__consumers_come_and_go_and_reports_churn():
+    scenario = library.load("jittery-consumers")
+    async with observed(scenario) as run:
+        closed = collect(run.cluster, "handle_closed")
+        reports = collect(run.cluster, "load_report")
+        await run.sleep_until(10 * MIN)
+        s = run.summary()
+        assert len(closed) >= 9 * 0.3 * 600 * 2 * 0.9           # ~30 % of topics x 2 consumers a minute
+        assert s.lookups > 600 + len(closed) / 2 * 0.9          # every comeback is a lookup
+        assert s.unavailable_total == 0.0                       # a closed consumer is not an outage
+        # every broker's out-rate moves by > 10 % at each jitter cycle's off and on, so each writes a
+        # report about twice a minute (a steady cluster writes none between its 15-minute refreshes)
+        late = [r for r in reports if r["t"] > run.t0 + 2 * MIN]
+        per_broker = collections.Counter(r["broker"] for r in late)
+        assert len(per_broker) == 6 and min(per_broker.values()) >= 12
+
+
+# ---------------------------------------------------------------------------------- determinism
+
+
+def _summary_text(name: str, seed: int | None, minutes: float) -> str:
+    async def main() -> str:
+        async with observed(library.load(name), seed=seed) as run:
+            await run.sleep_until(minutes * MIN)
+            return format_summary(run.summary())
+
+    return run_on(main, clock=VirtualClock())      # a fresh loop: emulated time starts at 0
+
+
+@pytest.mark.parametrize("name", ["broker-crash", "hot-topic"])
+def test_same_scenario_and_seed_give_byte_identical_summaries(name):
+    first = _summary_text(name, None, 12)
+    assert first == _summary_text(name, None, 12)
+    assert first != _summary_text(name, 99, 12)
