@@ -12,13 +12,13 @@ cannot be created, an unknown name is an error: a typo should not change the exp
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from shedders.base import BaseShedder, LoadSheddingStrategy
+from strategies.registry import PULSAR_PACKAGE, ClassRegistry
 
 __all__ = [
     "BUILTINS",
@@ -31,8 +31,6 @@ __all__ = [
     "names",
 ]
 
-PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
-
 BUILTINS: Mapping[str, str] = MappingProxyType(
     {
         "AvgShedder": "shedders.avg_shedder:AvgShedder",
@@ -43,72 +41,13 @@ BUILTINS: Mapping[str, str] = MappingProxyType(
 )
 
 
-def _is_shedder_class(cls: Any) -> bool:
-    return isinstance(cls, type) and callable(getattr(cls, "find_bundles_for_unloading", None))
-
-
-def _check_class(name: str, cls: Any) -> None:
-    if not _is_shedder_class(cls):
-        raise ValueError(
-            f"shedder {name!r}: {cls!r} is not a load-shedding strategy class "
-            "(it needs find_bundles_for_unloading(load_data, conf))"
-        )
-
-
-def _import_class(path: str) -> type:
-    module_name, _, class_name = path.partition(":")
-    if not module_name or not class_name:
-        raise ValueError(f"shedder {path!r}: expected 'pkg.module:Class'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ValueError(f"shedder {path!r}: cannot import module {module_name!r} ({e})") from None
-    cls = getattr(module, class_name, None)
-    if cls is None:
-        raise ValueError(f"shedder {path!r}: module {module_name!r} has no attribute {class_name!r}")
-    _check_class(path, cls)
-    return cls
-
-
-class Registry:
+class Registry(ClassRegistry):
     """Name → shedder class; starts with the built-ins, `register` adds more for this registry only."""
 
     def __init__(self, builtins: Mapping[str, str] = BUILTINS) -> None:
-        self._entries: dict[str, str | type] = dict(builtins)
-
-    def register(self, name: str, cls: type) -> None:
-        if not isinstance(name, str) or not name or ":" in name:
-            raise ValueError(f"shedder name = {name!r}; use a non-empty short name without ':'")
-        _check_class(name, cls)
-        self._entries[name] = cls
-
-    def names(self) -> list[str]:
-        return sorted(self._entries)
-
-    def resolve(self, name: str) -> type:
-        """Short name, Pulsar FQCN of a known shedder, or 'pkg.module:Class'."""
-        if not isinstance(name, str):
-            raise TypeError(f"shedder name must be a str, got {type(name).__name__}")
-        key = name.strip()
-        if key.startswith(PULSAR_PACKAGE):
-            key = key[len(PULSAR_PACKAGE) :]
-        entry = self._entries.get(key)
-        if entry is None:
-            if ":" in key:
-                return _import_class(key)
-            raise ValueError(
-                f"unknown load shedding strategy {name!r}; known: {', '.join(self.names())} "
-                "(or give your own class as 'pkg.module:Class')"
-            )
-        if isinstance(entry, str):
-            entry = _import_class(entry)
-            self._entries[key] = entry
-        return entry
-
-    def create(self, name: str, rng: random.Random) -> LoadSheddingStrategy:
-        if not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-        return self.resolve(name)(rng)
+        super().__init__(builtins, kind="load shedding strategy", noun="shedder",
+                         method="find_bundles_for_unloading",
+                         signature="find_bundles_for_unloading(load_data, conf)")
 
 
 def create(name: str, rng: random.Random) -> LoadSheddingStrategy:
@@ -144,7 +83,7 @@ def create_pair(
     sheds = shedder_registry if shedder_registry is not None else Registry()
     placement_cls = placements.resolve(placement_name)
     shedder_cls = sheds.resolve(shedding_name)
-    if _is_shedder_class(placement_cls):
+    if sheds.is_valid_class(placement_cls):
         if shedder_cls is not placement_cls:
             raise ValueError(
                 f"load shedding strategy {shedding_name!r} can't work with the placement strategy "

@@ -75,7 +75,7 @@ def test_registry_register_is_local() -> None:
     assert "Never" not in shedders.names()
     with pytest.raises(ValueError):
         shedders.create("Never", random.Random(0))
-    with pytest.raises(ValueError, match="not a load-shedding strategy"):
+    with pytest.raises(ValueError, match="not a load shedding strategy"):
         reg.register("Bad", int)
     with pytest.raises(ValueError, match="name"):
         reg.register("a:b", Never)

@@ -1,0 +1,82 @@
+"""A registry of decision classes by name: built-ins by import path, Pulsar class names, `pkg.module:Class`.
+
+Placement strategies and shedders are both created this way (`strategies.create`, `shedders.create`), so
+the lookup rules live once, here. Built-ins are a constant table loaded lazily; extra names go on a
+registry object, never on module state. Unlike Pulsar, which falls back to a default class when the name
+cannot be loaded, an unknown name is an error: a typo should not change the experiment quietly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from collections.abc import Mapping
+from typing import Any
+
+PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
+
+
+class ClassRegistry:
+    """Name -> class with a required method; `kind` names the role in error messages."""
+
+    def __init__(self, builtins: Mapping[str, str], *, kind: str, noun: str, method: str,
+                 signature: str) -> None:
+        self._entries: dict[str, str | type] = dict(builtins)
+        self._kind = kind            # "placement strategy" / "load shedding strategy"
+        self._noun = noun            # "strategy" / "shedder"
+        self._method = method        # "select_broker" / "find_bundles_for_unloading"
+        self._signature = signature  # shown when a class lacks the method
+
+    def is_valid_class(self, cls: Any) -> bool:
+        return isinstance(cls, type) and callable(getattr(cls, self._method, None))
+
+    def check_class(self, name: str, cls: Any) -> None:
+        if not self.is_valid_class(cls):
+            raise ValueError(f"{self._noun} {name!r}: {cls!r} is not a {self._kind} class "
+                             f"(it needs {self._signature})")
+
+    def import_class(self, path: str) -> type:
+        module_name, _, class_name = path.partition(":")
+        if not module_name or not class_name:
+            raise ValueError(f"{self._noun} {path!r}: expected 'pkg.module:Class'")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            raise ValueError(f"{self._noun} {path!r}: cannot import module {module_name!r} ({e})") from None
+        cls = getattr(module, class_name, None)
+        if cls is None:
+            raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}")
+        self.check_class(path, cls)
+        return cls
+
+    def register(self, name: str, cls: type) -> None:
+        if not isinstance(name, str) or not name or ":" in name:
+            raise ValueError(f"{self._noun} name = {name!r}; use a non-empty short name without ':'")
+        self.check_class(name, cls)
+        self._entries[name] = cls
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def resolve(self, name: str) -> type:
+        """Short name, Pulsar FQCN of a known class, or 'pkg.module:Class'."""
+        if not isinstance(name, str):
+            raise TypeError(f"{self._noun} name must be a str, got {type(name).__name__}")
+        key = name.strip()
+        if key.startswith(PULSAR_PACKAGE):
+            key = key[len(PULSAR_PACKAGE):]
+        entry = self._entries.get(key)
+        if entry is None:
+            if ":" in key:
+                return self.import_class(key)
+            raise ValueError(f"unknown {self._kind} {name!r}; known: {', '.join(self.names())} "
+                             "(or give your own class as 'pkg.module:Class')")
+        if isinstance(entry, str):
+            entry = self.import_class(entry)
+            self._entries[key] = entry
+        return entry
+
+    def create(self, name: str, rng: random.Random) -> Any:
+        if not isinstance(rng, random.Random):
+            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
+        return self.resolve(name)(rng)
