@@ -106,12 +106,13 @@ def make_clock(opts: RunOptions) -> Clock:
     raise RunError(f"--clock = {opts.clock!r}: expected virtual or wall")
 
 
-def effective_config(scenario: Any, opts: RunOptions, warn: TextIO | None = None) -> ServiceConfig:
-    """The ServiceConfig of the run, by the documented precedence (also validates the overrides)."""
+def effective_config(scenario: Any, opts: RunOptions, base: ServiceConfig | None) -> ServiceConfig:
+    """The ServiceConfig of the run, by the documented precedence (also validates the overrides).
+
+    `base` is the broker.conf's config (or None for the built-in defaults)."""
     from emulator.workload.build import service_config
     from emulator.workload.errors import ScenarioError
 
-    base = load_broker_conf(opts.broker_conf, warn) if opts.broker_conf else None
     try:
         return service_config(scenario, base, opts.overrides)
     except (ConfigError, ScenarioError, ValueError) as e:
@@ -145,9 +146,10 @@ def _record_folder(parent: str, scenario: str, seed: int, grid: dict[str, str]) 
 # --------------------------------------------------------------------------- the run
 
 
-async def run_async(opts: RunOptions, scenario: Any, conf: ServiceConfig, clock: Clock, *,
+async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None, clock: Clock, *,
                     out: TextIO, err: TextIO) -> RunResult:
-    """Run the scenario on the running loop (which must be `clock`'s)."""
+    """Run the scenario on the running loop (which must be `clock`'s). `base` is the broker.conf
+    config under the scenario's settings and the overrides (see `effective_config`)."""
     from emulator.cluster.cluster import Cluster
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
@@ -168,8 +170,8 @@ async def run_async(opts: RunOptions, scenario: Any, conf: ServiceConfig, clock:
             return emulated_cluster(*args, **kwargs)
         return Cluster.start(*args, **kwargs)
 
-    async with start_scenario(scenario, seed=seed, base_conf=conf, clock=clock,
-                              start=start_cluster) as run:
+    async with start_scenario(scenario, seed=seed, base_conf=base, overrides=opts.overrides,
+                              clock=clock, start=start_cluster) as run:
         cluster = run.cluster
         tracker = UnavailabilityTracker(cluster.events)
         if cluster.decision_log is None:
@@ -256,11 +258,12 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     out = out or sys.stdout
     err = err or sys.stderr
     scenario = load_scenario(opts.scenario)
-    conf = effective_config(scenario, opts, warn=err)
+    base = load_broker_conf(opts.broker_conf, err) if opts.broker_conf else None
+    effective_config(scenario, opts, base)      # validate before anything starts
     clock = make_clock(opts)
     if opts.duration is not None and not opts.duration > 0:
         raise RunError(f"--duration = {opts.duration!r}: must be > 0")
-    return run_on_clock(functools.partial(run_async, out=out, err=err), opts, scenario, conf, clock,
+    return run_on_clock(functools.partial(run_async, out=out, err=err), opts, scenario, base, clock,
                         clock=clock)
 
 
@@ -268,7 +271,10 @@ def run_recorded(scenario: str, overrides: dict[str, str], seed: int, out_dir: s
                  duration: float | None = None) -> str:
     """A sweep task: run a scenario with config overrides on the virtual clock, record it into a new
     folder under `out_dir` and return that folder's path."""
+    from emulator.observe.logs import configure_logging
+
     os.makedirs(out_dir, exist_ok=True)
+    configure_logging(VirtualClock(), level="warning", stream=sys.stderr)
     opts = RunOptions(scenario=scenario, overrides={k: str(v) for k, v in overrides.items()},
                       seed=seed, duration=duration, record_dir=out_dir, grid=dict(overrides))
     result = run(opts, out=open(os.devnull, "w"), err=open(os.devnull, "w"))

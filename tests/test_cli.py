@@ -115,3 +115,17 @@ def test_bad_broker_conf_value_names_file_key_and_value(tmp_path):
     assert p.returncode == 2
     line = p.stderr.strip()
     assert str(conf) in line and "loadBalancerBrokerOverloadedThresholdPercentage" in line and "lots" in line
+
+
+def test_placement_and_shedder_flags_reach_the_run(tmp_path):
+    p = cli("run", "broker-crash", "--duration", "2m", "--quiet", "--record", str(tmp_path),
+            "--placement", "LeastResourceUsageWithWeight", "--shedder", "UniformLoadShedder",
+            "--set", "loadBalancerBrokerOverloadedThresholdPercentage=70")
+    assert p.returncode == 0, p.stderr
+    import json
+
+    (run_dir,) = list(tmp_path.iterdir())
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["placement"].endswith("LeastResourceUsageWithWeight")
+    assert info["shedder"].endswith("UniformLoadShedder")
+    assert info["config"]["loadBalancerBrokerOverloadedThresholdPercentage"] == "70"

@@ -1,0 +1,14 @@
+"""The Spark pipeline: roll-ups of recorded runs, sweeps on Spark, and the report.
+
+    rollup.py     KPIs per run and per window (PySpark; also `spark-submit rollup.py RUN_DIR... --out DIR`)
+    sweep.py      one Spark task per (configuration, seed), then the roll-up and the comparison table
+    report.py     PNG plots and an HTML page from a roll-up folder (matplotlib, no Spark)
+    session.py    a quiet local SparkSession and a clean stop
+    recording.py  the recording folder: files, explicit schemas, run.json
+    compare.py, stats.py, tables.py   the comparison over seeds, Student t / TDTV, console tables
+    synthetic.py  recordings in the recorder's format for tests and dry runs
+    cli.py        the `rollup`, `sweep` and `report` sub-commands
+
+Nothing is imported here: `pulsar-lb-emulator --help` and the report must not start a JVM or load
+pyspark.
+"""

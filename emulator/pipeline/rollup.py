@@ -1,0 +1,629 @@
+"""The roll-up: KPIs of recorded runs, per run and per run and time window, as a PySpark job.
+
+    pulsar-lb-emulator rollup RUN_DIR... [--out DIR] [--window 10m] [--master local[*]]
+    spark-submit emulator/pipeline/rollup.py RUN_DIR... --out DIR        # any Spark cluster
+
+Input: recording folders (`recording.py`). Output under `--out`: each table as Parquet
+(`parquet/<table>/`) and CSV with a header (`csv/<table>/part-*.csv`, one part), and a console table.
+
+Tables
+------
+`runs` (one row per run), `windows` (one row per run and window), `brokers` (per run and broker),
+`balance_events` (per scenario event), `ticks` (per run and sample time), `broker_usage` (per run, time
+and broker), `topics` (unavailable seconds per run and topic), `comparison` (per configuration: mean and
+95 % confidence interval over seeds of every KPI; see `compare.py`).
+
+KPI definitions (the test recomputes each in plain Python)
+----------------------------------------------------------
+Times are emulated seconds. t0 = run.json `emulated_start` (0 if absent); `span` = `emulated_end`, or,
+for a run that did not finish, the largest `t` in any of its files. A *tick* is a distinct `t` at which
+some broker has a `pulsar_lb_emulator_broker_max_usage` sample; a broker's *usage* at a tick is that
+gauge (percent; if a block repeats a series the largest value counts). Windows are
+[t0 + k*W, t0 + (k+1)*W) for k = 0..max(1, ceil((span - t0)/W)) - 1, the last one clipped to span and
+also holding t == span; a row with time t belongs to window max(0, min(floor((t - t0)/W), last)). The
+run is the scope [t0, span] holding every row. Every KPI below is computed per scope from the rows in
+it (per run, then per window).
+
+* Balance, per tick over the brokers present: max, min, mean, population std of usage;
+  `range` = max - min; `max_over_mean` = max/mean and `cv` = std/mean (undefined when mean = 0).
+  A broker's msg rate = pulsar_broker_rate_in + pulsar_broker_rate_out (samples of that tick, summed);
+  throughput likewise with pulsar_broker_throughput_{in,out}; `ratio` = max/min over brokers with a
+  sample, undefined when min <= 0 (an idle broker). Per scope: `balance_max_over_mean`, `balance_range`,
+  `balance_std`, `balance_cv`, `msg_rate_max_min_ratio`, `throughput_max_min_ratio` are the means over
+  the scope's ticks where the figure is defined; `balance_range_max` is the largest range.
+* Overload: a broker is overloaded at a tick when usage >= the run's
+  loadBalancerBrokerOverloadedThresholdPercentage (default 85; `>=` as OverloadShedder decides). The
+  value holds until the run's next tick (the last tick holds until span), cut at the scope's end:
+  dt = max(0, min(next tick, scope end) - t). `overloaded_broker_seconds` = sum of dt over overloaded
+  (tick, broker) pairs; `overloaded_seconds_max` = the largest per-broker sum; `overloaded_brokers` =
+  brokers with a positive sum.
+* `unloads`: decisions.jsonl records with decision "unload" (the shedder's unloads that went through;
+  admin unloads and split children are scenario input, not load-balancer behaviour); `splits`: records
+  "split" whose `ok` is not false. `unloads_per_hour` = unloads * 3600 / scope seconds (likewise
+  splits). `repeat_unloads`: unloads of a bundle whose previous unload (any time earlier in the run) was
+  at most loadBalancerSheddingGracePeriodMinutes (default 30) before it (`<=`: Pulsar keeps a bundle in
+  recentlyUnloadedBundles until its time is strictly older than now - grace).
+* Counters, summed over all series of a name (labels compared as sorted key/value pairs):
+  `bundle_moves` (pulsar_lb_emulator_bundle_moves_total), `lookups`
+  (pulsar_broker_lookup_answers_total), `lookup_redirects`, `lookup_failures`. A series' increase at a
+  sample is value - previous value, or the value itself for its first sample (series start at 0) and
+  after a drop (a reset, as Prometheus' increase()); each increase is counted in the scope of its sample.
+* Reconnects: events.jsonl `handle_reconnected`; latency = its `unavailable` field. `reconnects` = count,
+  `reconnect_latency_{mean,p50,p99,max}` over the scope's reconnects (percentiles: exact, linear
+  interpolation between closest ranks, as Spark's `percentile`).
+* Unavailable topic-seconds: a handle is down over [t - unavailable, t] for each reconnect, and from a
+  `handle_disconnected` to span when no reconnect of that (client, handle) came at or after it. A topic
+  is unavailable while at least one of its handles is down: the union of its handles' intervals
+  (touching intervals merge). Per scope and topic: length of that union inside [scope start, scope
+  end]. Over topics with a positive figure: `unavailable_topics` (count), `unavailable_topic_seconds`
+  (sum), `unavailable_topic_seconds_{p50,p99,max}`. Topics never down are not in the recording, so the
+  percentiles are over topics that had an outage.
+* Time to balance, per scenario event (events.jsonl kind "scenario_event") at t_e: the first tick
+  t >= t_e such that every tick in [t, t + N min] has range < bound and the run has a tick at or after
+  t + N min; `time_to_balance` = t - t_e, undefined (never balanced) if there is no such tick. Per scope
+  (by event time): `scenario_events`, `time_to_balance_{mean,max}` over balanced events,
+  `events_never_balanced`. Bound and N: `--balance-bound` (percentage points, default 10) and
+  `--balance-minutes` (default 5).
+* Thrashing (CockroachDB asim's history/thrashing.go): for each broker, its usage over the scope's
+  ticks in time order; up = sum of positive first differences, down = sum of |negative| ones;
+  tdtv = 0 if min(up, down) = 0, else a * (up + down) + (1 - a) * min(up, down) with
+  a = (min/max) ** 0.8; `runs` = 1 + sign changes of the differences (a difference >= 0 counts as up).
+  Normalised as asim does: tdtv_pct = 100 * tdtv / (max - min of every broker's usage in the scope, or
+  1 if that is 0). `thrashing_tdtv_pct` = mean over brokers of tdtv_pct; `thrashing_tdtv` = sum over
+  brokers of tdtv (percentage points); both undefined when the scope has no usage sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import msgspec
+
+from emulator.pipeline.compare import comparison_frame, comparison_rows
+from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, SAMPLES_FILE, Run, load_runs,
+                                         spark_schemas)
+from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+USAGE = "pulsar_lb_emulator_broker_max_usage"
+RATE = ("pulsar_broker_rate_in", "pulsar_broker_rate_out")
+THROUGHPUT = ("pulsar_broker_throughput_in", "pulsar_broker_throughput_out")
+COUNTERS: Mapping[str, str] = {
+    "bundle_moves": "pulsar_lb_emulator_bundle_moves_total",
+    "lookups": "pulsar_broker_lookup_answers_total",
+    "lookup_redirects": "pulsar_broker_lookup_redirects_total",
+    "lookup_failures": "pulsar_broker_lookup_failures_total",
+}
+RUN_SCOPE = -1  # the `window` value of the whole-run scope
+
+# Every KPI column, in table order; the comparison table averages these over seeds.
+KPI_COLUMNS: tuple[str, ...] = (
+    "balance_max_over_mean", "balance_range", "balance_range_max", "balance_std", "balance_cv",
+    "msg_rate_max_min_ratio", "throughput_max_min_ratio",
+    "overloaded_broker_seconds", "overloaded_seconds_max", "overloaded_brokers",
+    "unloads", "unloads_per_hour", "repeat_unloads", "splits", "splits_per_hour",
+    *COUNTERS,
+    "reconnects", "reconnect_latency_mean", "reconnect_latency_p50", "reconnect_latency_p99",
+    "reconnect_latency_max",
+    "unavailable_topics", "unavailable_topic_seconds", "unavailable_topic_seconds_p50",
+    "unavailable_topic_seconds_p99", "unavailable_topic_seconds_max",
+    "scenario_events", "time_to_balance_mean", "time_to_balance_max", "events_never_balanced",
+    "thrashing_tdtv_pct", "thrashing_tdtv",
+)
+# KPIs that count things: 0, not undefined, when nothing happened in the scope.
+_ZERO_IF_ABSENT = ("overloaded_broker_seconds", "overloaded_seconds_max", "overloaded_brokers",
+                   "unloads", "repeat_unloads", "splits", *COUNTERS, "reconnects", "unavailable_topics",
+                   "unavailable_topic_seconds", "scenario_events", "events_never_balanced")
+RUN_COLUMNS = ("run_id", "scenario", "seed", "config", "placement", "shedder", "complete",
+               "span_seconds", "ticks", "brokers", *KPI_COLUMNS)
+WINDOW_COLUMNS = ("run_id", "config", "seed", "window", "window_start", "window_end", "window_seconds",
+                  "ticks", "brokers", *KPI_COLUMNS)
+TABLES = ("runs", "windows", "brokers", "balance_events", "ticks", "broker_usage", "topics", "comparison")
+
+
+class RollupOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Window length (s), and the time-to-balance bound (percentage points of range) and hold (min)."""
+
+    window: float = 600.0
+    balance_bound: float = 10.0
+    balance_minutes: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("window", "balance_bound", "balance_minutes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value <= 0:
+                raise ValueError(f"{name} = {value!r}: must be a finite number > 0")
+
+
+class RollupResult(msgspec.Struct, kw_only=True):
+    """What a roll-up produced: where, the run and comparison rows, and what it cost."""
+
+    out_dir: str
+    runs: list[dict[str, Any]]
+    comparison: list[dict[str, Any]]
+    samples: int
+    wall_seconds: float           # from session start (or the call, with a given session) to written
+    samples_per_second: float
+    jvm_peak_rss_bytes: int | None
+
+
+# ====================================================================== reading
+
+
+def _run_id_col(F: Any) -> Any:
+    """The run folder's name from Spark's file URI ('%XX' decoded; '+' is a literal plus in a path)."""
+    name = F.regexp_extract(F.col("_metadata.file_path"), r"([^/]+)/[^/]+$", 1)
+    return F.url_decode(F.regexp_replace(name, r"\+", "%2B"))
+
+
+def _paths(runs: Sequence[Run], file: str) -> list[str]:
+    return [str(Path(r.path) / file) for r in runs if (Path(r.path) / file).is_file()]
+
+
+def read_samples(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = spark_schemas()[SAMPLES_FILE]
+    paths = _paths(runs, SAMPLES_FILE)
+    if not paths:
+        return spark.createDataFrame([], schema.add("run_id", T.StringType()))
+    df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
+    return df.filter(F.col("t").isNotNull() & F.col("name").isNotNull() & F.col("value").isNotNull())
+
+
+def read_decisions(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = spark_schemas()[DECISIONS_FILE]
+    paths = _paths(runs, DECISIONS_FILE)
+    if not paths:
+        return spark.createDataFrame([], schema.add("run_id", T.StringType()))
+    df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
+    return df.filter(F.col("t").isNotNull() & F.col("decision").isNotNull())
+
+
+def read_events(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+    """events.jsonl parsed with its schema, plus `raw` (the line) to keep a scenario event's arguments."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = spark_schemas()[EVENTS_FILE]
+    paths = _paths(runs, EVENTS_FILE)
+    if not paths:
+        return spark.createDataFrame([], schema.add("raw", T.StringType()).add("run_id", T.StringType()))
+    text = spark.read.text(paths).withColumn("run_id", _run_id_col(F))
+    df = text.select(F.from_json("value", schema).alias("e"), F.col("value").alias("raw"), "run_id")
+    df = df.select("e.*", "raw", "run_id")
+    return df.filter(F.col("t").isNotNull() & F.col("kind").isNotNull())
+
+
+def runs_frame(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+    from pyspark.sql import types as T
+
+    schema = T.StructType([
+        T.StructField("run_id", T.StringType(), False), T.StructField("run_dir", T.StringType()),
+        T.StructField("scenario", T.StringType()), T.StructField("seed", T.LongType()),
+        T.StructField("config", T.StringType()), T.StructField("placement", T.StringType()),
+        T.StructField("shedder", T.StringType()), T.StructField("complete", T.BooleanType()),
+        T.StructField("t0", T.DoubleType()), T.StructField("emulated_end", T.DoubleType()),
+        T.StructField("overload_threshold", T.DoubleType()),
+        T.StructField("grace_seconds", T.DoubleType()),
+    ])
+    rows = [(r.run_id, r.path, r.info.scenario, r.info.seed, r.config_label, r.info.placement,
+             r.info.shedder, r.info.complete, float(r.info.emulated_start),
+             None if r.info.emulated_end is None else float(r.info.emulated_end),
+             float(r.overload_threshold), float(r.grace_seconds)) for r in runs]
+    return spark.createDataFrame(rows, schema)
+
+
+# ====================================================================== the job
+
+
+class _Job:
+    """One roll-up over some runs: the frames it builds on, and one method per KPI family.
+
+    Every fact carries (run_id, t); `_scoped` copies it into the whole-run scope (window = -1) and its
+    window, so each KPI is written once and grouped by (run_id, window)."""
+
+    def __init__(self, spark: "SparkSession", runs: Sequence[Run], options: RollupOptions) -> None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        self.F, self.Window, self.spark, self.o = F, Window, spark, options
+        self._cached: list["DataFrame"] = []
+        self.samples = self._keep(read_samples(spark, runs))
+        self.decisions = self._keep(read_decisions(spark, runs))
+        self.events = self._keep(read_events(spark, runs))
+        meta = runs_frame(spark, runs)
+        times = (self.samples.select("run_id", "t").unionByName(self.decisions.select("run_id", "t"))
+                 .unionByName(self.events.select("run_id", "t")).groupBy("run_id")
+                 .agg(F.max("t").alias("t_max")))
+        W = float(options.window)
+        meta = (meta.join(times, "run_id", "left")
+                .withColumn("span", F.coalesce("emulated_end", "t_max", F.col("t0")))
+                .withColumn("n_windows", F.greatest(F.lit(1), F.ceil((F.col("span") - F.col("t0")) / W)
+                                                    .cast("int"))))
+        self.meta = self._keep(meta)
+        windows = (self.meta.select("run_id", "span", "t0",
+                                    F.explode(F.sequence(F.lit(0), F.col("n_windows") - 1)).alias("window"))
+                   .withColumns({"start": F.col("t0") + F.col("window") * W,
+                                 "end": F.least(F.col("t0") + (F.col("window") + 1) * W, F.col("span"))}))
+        whole = self.meta.select("run_id", "span", F.lit(RUN_SCOPE).alias("window"),
+                                 F.col("t0").alias("start"), F.col("span").alias("end"))
+        self.scopes = self._keep(whole.unionByName(windows.select(*whole.columns)))
+
+    def _keep(self, df: "DataFrame") -> "DataFrame":
+        """Cache a frame several tables read; `release()` frees them all."""
+        self._cached.append(df.cache())
+        return df
+
+    def release(self) -> None:
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+    # -------------------------------------------------------------- scoping helpers
+
+    def _scoped(self, df: "DataFrame", t: str = "t") -> "DataFrame":
+        """Each row twice: in the run scope and in the window holding its time."""
+        F, W = self.F, float(self.o.window)
+        n = self.meta.select("run_id", "n_windows", F.col("t0").alias("_t0"))
+        win = F.least(F.floor((F.col(t) - F.col("_t0")) / W).cast("int"), F.col("n_windows") - 1)
+        return (df.join(F.broadcast(n), "run_id")
+                .withColumn("window", F.explode(F.array(F.lit(RUN_SCOPE), F.greatest(F.lit(0), win))))
+                .drop("n_windows", "_t0"))
+
+    # -------------------------------------------------------------- per-tick balance
+
+    def broker_usage(self) -> "DataFrame":
+        F = self.F
+        s = self.samples.withColumn("broker", F.col("labels").getItem("broker")) \
+            .filter(F.col("broker").isNotNull())
+        usage = s.filter(F.col("name") == USAGE).groupBy("run_id", "t", "broker") \
+            .agg(F.max("value").alias("usage"))
+        rate = s.filter(F.col("name").isin(*RATE)).groupBy("run_id", "t", "broker") \
+            .agg(F.sum("value").alias("msg_rate"))
+        tput = s.filter(F.col("name").isin(*THROUGHPUT)).groupBy("run_id", "t", "broker") \
+            .agg(F.sum("value").alias("throughput"))
+        key = ["run_id", "t", "broker"]
+        return usage.join(rate, key, "full").join(tput, key, "full")
+
+    def ticks(self, bu: "DataFrame") -> "DataFrame":
+        F = self.F
+        u = bu.filter(F.col("usage").isNotNull()).groupBy("run_id", "t").agg(
+            F.count("usage").alias("brokers"), F.max("usage").alias("usage_max"),
+            F.min("usage").alias("usage_min"), F.avg("usage").alias("usage_mean"),
+            F.stddev_pop("usage").alias("usage_std"))
+        r = bu.filter(F.col("msg_rate").isNotNull()).groupBy("run_id", "t").agg(
+            F.max("msg_rate").alias("rate_max"), F.min("msg_rate").alias("rate_min"))
+        p = bu.filter(F.col("throughput").isNotNull()).groupBy("run_id", "t").agg(
+            F.max("throughput").alias("throughput_max"), F.min("throughput").alias("throughput_min"))
+        mean = F.col("usage_mean")
+        return u.join(r, ["run_id", "t"], "left").join(p, ["run_id", "t"], "left").withColumns({
+            "usage_range": F.col("usage_max") - F.col("usage_min"),
+            "usage_max_over_mean": F.when(mean > 0, F.col("usage_max") / mean),
+            "usage_cv": F.when(mean > 0, F.col("usage_std") / mean),
+            "msg_rate_ratio": F.when(F.col("rate_min") > 0, F.col("rate_max") / F.col("rate_min")),
+            "throughput_ratio": F.when(F.col("throughput_min") > 0,
+                                       F.col("throughput_max") / F.col("throughput_min")),
+        })
+
+    def balance(self, ticks: "DataFrame") -> "DataFrame":
+        F = self.F
+        return self._scoped(ticks).groupBy("run_id", "window").agg(
+            F.count("t").alias("ticks"),
+            F.avg("usage_max_over_mean").alias("balance_max_over_mean"),
+            F.avg("usage_range").alias("balance_range"), F.max("usage_range").alias("balance_range_max"),
+            F.avg("usage_std").alias("balance_std"), F.avg("usage_cv").alias("balance_cv"),
+            F.avg("msg_rate_ratio").alias("msg_rate_max_min_ratio"),
+            F.avg("throughput_ratio").alias("throughput_max_min_ratio"))
+
+    # -------------------------------------------------------------- per broker: overload, thrashing
+
+    def per_broker(self, bu: "DataFrame", ticks: "DataFrame") -> "DataFrame":
+        F, Window = self.F, self.Window
+        grid = ticks.select("run_id", "t").join(
+            F.broadcast(self.meta.select("run_id", "span", "overload_threshold")), "run_id")
+        grid = grid.withColumn("next_t", F.coalesce(
+            F.lead("t").over(Window.partitionBy("run_id").orderBy("t")), F.col("span")))
+        u = bu.filter(F.col("usage").isNotNull()).select("run_id", "t", "broker", "usage") \
+            .join(grid, ["run_id", "t"])
+        u = self._scoped(u).join(F.broadcast(self.scopes.select("run_id", "window", "start", "end")),
+                                 ["run_id", "window"])
+        dt = F.greatest(F.lit(0.0), F.least(F.col("next_t"), F.col("end")) - F.col("t"))
+        order = Window.partitionBy("run_id", "window", "broker").orderBy("t")
+        d = F.col("usage") - F.lag("usage").over(order)
+        u = u.withColumns({"over_dt": F.when(F.col("usage") >= F.col("overload_threshold"), dt)
+                           .otherwise(F.lit(0.0)), "d": d}).withColumn("up", F.col("d") >= 0)
+        u = u.withColumn("flip", F.when(F.col("d").isNotNull() & F.lag("d").over(order).isNotNull()
+                                        & (F.col("up") != F.lag("up").over(order)), 1).otherwise(0))
+        per = u.groupBy("run_id", "window", "broker").agg(
+            F.sum("over_dt").alias("overloaded_seconds"),
+            F.sum(F.greatest(F.col("d"), F.lit(0.0))).alias("uptv"),
+            F.sum(F.greatest(-F.col("d"), F.lit(0.0))).alias("dntv"),
+            (F.lit(1) + F.sum("flip")).alias("runs"),
+            F.avg("usage").alias("usage_mean"), F.max("usage").alias("usage_max"),
+            F.min("usage").alias("usage_min"))
+        per = per.fillna(0.0, subset=["uptv", "dntv"])
+        lo, hi = F.least("uptv", "dntv"), F.greatest("uptv", "dntv")
+        alpha = F.pow(lo / hi, 0.8)
+        per = per.withColumn("tdtv", F.when(lo == 0, F.lit(0.0))
+                             .otherwise(alpha * (F.col("uptv") + F.col("dntv")) + (1 - alpha) * lo))
+        norm = per.groupBy("run_id", "window").agg(
+            (F.max("usage_max") - F.min("usage_min")).alias("norm"))
+        norm = norm.withColumn("norm", F.when(F.col("norm") == 0, F.lit(1.0)).otherwise(F.col("norm")))
+        return per.join(norm, ["run_id", "window"]).withColumn(
+            "tdtv_pct", 100.0 * F.col("tdtv") / F.col("norm")).drop("norm")
+
+    def broker_kpis(self, per: "DataFrame") -> "DataFrame":
+        F = self.F
+        return per.groupBy("run_id", "window").agg(
+            F.count("broker").alias("brokers"),
+            F.sum("overloaded_seconds").alias("overloaded_broker_seconds"),
+            F.max("overloaded_seconds").alias("overloaded_seconds_max"),
+            F.sum(F.when(F.col("overloaded_seconds") > 0, 1).otherwise(0)).alias("overloaded_brokers"),
+            F.avg("tdtv_pct").alias("thrashing_tdtv_pct"), F.sum("tdtv").alias("thrashing_tdtv"))
+
+    # -------------------------------------------------------------- decisions and counters
+
+    def decision_kpis(self) -> "DataFrame":
+        F, Window = self.F, self.Window
+        unloads = self.decisions.filter(F.col("decision") == "unload") \
+            .join(F.broadcast(self.meta.select("run_id", "grace_seconds")), "run_id")
+        prev = F.lag("t").over(Window.partitionBy("run_id", "bundle").orderBy("t"))
+        unloads = unloads.withColumn("repeat", F.when(
+            prev.isNotNull() & (F.col("t") - prev <= F.col("grace_seconds")), 1).otherwise(0))
+        u = self._scoped(unloads).groupBy("run_id", "window").agg(
+            F.count("t").alias("unloads"), F.sum("repeat").alias("repeat_unloads"))
+        splits = self.decisions.filter((F.col("decision") == "split")
+                                       & F.coalesce(F.col("ok"), F.lit(True)))
+        s = self._scoped(splits).groupBy("run_id", "window").agg(F.count("t").alias("splits"))
+        return u.join(s, ["run_id", "window"], "full")
+
+    def counter_kpis(self) -> "DataFrame":
+        F, Window = self.F, self.Window
+        names = {v: k for k, v in COUNTERS.items()}
+        c = self.samples.filter(F.col("name").isin(*names)).withColumn(
+            "series", F.to_json(F.array_sort(F.map_entries("labels"))))
+        prev = F.lag("value").over(Window.partitionBy("run_id", "name", "series").orderBy("t"))
+        c = c.withColumn("inc", F.when(prev.isNull(), F.col("value"))
+                         .when(F.col("value") >= prev, F.col("value") - prev).otherwise(F.col("value")))
+        agg = self._scoped(c).groupBy("run_id", "window").pivot("name", list(names)).agg(F.sum("inc"))
+        return agg.withColumnsRenamed(names)
+
+    # -------------------------------------------------------------- clients
+
+    def reconnect_kpis(self) -> "DataFrame":
+        F = self.F
+        r = self.events.filter((F.col("kind") == "handle_reconnected") & F.col("unavailable").isNotNull())
+        return self._scoped(r).groupBy("run_id", "window").agg(
+            F.count("t").alias("reconnects"), F.avg("unavailable").alias("reconnect_latency_mean"),
+            F.percentile("unavailable", 0.5).alias("reconnect_latency_p50"),
+            F.percentile("unavailable", 0.99).alias("reconnect_latency_p99"),
+            F.max("unavailable").alias("reconnect_latency_max"))
+
+    def topic_outages(self) -> "DataFrame":
+        """Per (run, scope, topic): seconds during which at least one of the topic's handles was down."""
+        F, Window = self.F, self.Window
+        ev = self.events
+        closed = ev.filter((F.col("kind") == "handle_reconnected") & F.col("unavailable").isNotNull()) \
+            .select("run_id", "topic", (F.col("t") - F.col("unavailable")).alias("s"), F.col("t").alias("e"))
+        key = ["run_id", "client", "handle", "topic"]
+        last_down = ev.filter(F.col("kind") == "handle_disconnected").groupBy(*key).agg(F.max("t").alias("d"))
+        last_up = ev.filter(F.col("kind") == "handle_reconnected").groupBy(*key).agg(F.max("t").alias("r"))
+        open_ = (last_down.join(last_up, key, "left").filter(F.col("r").isNull() | (F.col("r") < F.col("d")))
+                 .join(F.broadcast(self.meta.select("run_id", "span")), "run_id")
+                 .select("run_id", "topic", F.col("d").alias("s"), F.greatest("d", "span").alias("e")))
+        iv = closed.unionByName(open_).filter(F.col("topic").isNotNull())
+        order = Window.partitionBy("run_id", "topic").orderBy("s", "e")
+        reach = F.max("e").over(order.rowsBetween(Window.unboundedPreceding, -1))
+        iv = iv.withColumn("new", F.when(reach.isNull() | (F.col("s") > reach), 1).otherwise(0))
+        iv = iv.withColumn("island", F.sum("new").over(order.rowsBetween(Window.unboundedPreceding, 0)))
+        islands = iv.groupBy("run_id", "topic", "island").agg(F.min("s").alias("s"), F.max("e").alias("e"))
+        W = float(self.o.window)
+        n = self.meta.select("run_id", "n_windows", "t0")
+        last = F.col("n_windows") - 1
+        first_w = F.least(F.greatest(F.floor((F.col("s") - F.col("t0")) / W).cast("int"), F.lit(0)), last)
+        last_w = F.least(F.greatest(F.floor((F.col("e") - F.col("t0")) / W).cast("int"), F.lit(0)), last)
+        spread = (islands.join(F.broadcast(n), "run_id")
+                  .withColumn("window", F.explode(F.concat(F.array(F.lit(RUN_SCOPE)),
+                                                           F.sequence(first_w, last_w))))
+                  .join(F.broadcast(self.scopes.select("run_id", "window", "start", "end")),
+                        ["run_id", "window"]))
+        spread = spread.withColumn("seconds", F.greatest(
+            F.lit(0.0), F.least("e", "end") - F.greatest("s", "start")))
+        per_topic = spread.groupBy("run_id", "window", "topic").agg(
+            F.sum("seconds").alias("unavailable_seconds"))
+        return per_topic.filter(F.col("unavailable_seconds") > 0)
+
+    def outage_kpis(self, topics: "DataFrame") -> "DataFrame":
+        F = self.F
+        x = F.col("unavailable_seconds")
+        return topics.groupBy("run_id", "window").agg(
+            F.count("topic").alias("unavailable_topics"), F.sum(x).alias("unavailable_topic_seconds"),
+            F.percentile(x, 0.5).alias("unavailable_topic_seconds_p50"),
+            F.percentile(x, 0.99).alias("unavailable_topic_seconds_p99"),
+            F.max(x).alias("unavailable_topic_seconds_max"))
+
+    # -------------------------------------------------------------- time to balance
+
+    def balance_events(self, ticks: "DataFrame") -> "DataFrame":
+        F, Window = self.F, self.Window
+        hold = 60.0 * float(self.o.balance_minutes)
+        bound = float(self.o.balance_bound)
+        after = Window.partitionBy("run_id").orderBy("t").rowsBetween(0, Window.unboundedFollowing)
+        q = ticks.select("run_id", "t", "usage_range") \
+            .withColumn("next_bad", F.min(F.when(F.col("usage_range") >= bound, F.col("t"))).over(after)) \
+            .withColumn("last_t", F.max("t").over(Window.partitionBy("run_id")))
+        q = q.filter((F.col("last_t") >= F.col("t") + hold)
+                     & (F.col("next_bad").isNull() | (F.col("next_bad") > F.col("t") + hold)))
+        q = q.select(F.col("run_id").alias("q_run"), F.col("t").alias("tick"))
+        ev = self.events.filter(F.col("kind") == "scenario_event").select(
+            "run_id", "t", "event", F.col("raw").alias("detail"))
+        ev = ev.withColumn("seq", F.row_number().over(Window.partitionBy("run_id").orderBy("t", "detail")))
+        j = ev.join(q, (F.col("run_id") == F.col("q_run")) & (F.col("tick") >= F.col("t")), "left")
+        out = j.groupBy("run_id", "seq", "t", "event", "detail").agg(F.min("tick").alias("balanced_at"))
+        return out.withColumn("time_to_balance", F.col("balanced_at") - F.col("t"))
+
+    def balance_event_kpis(self, be: "DataFrame") -> "DataFrame":
+        F = self.F
+        return self._scoped(be).groupBy("run_id", "window").agg(
+            F.count("t").alias("scenario_events"),
+            F.avg("time_to_balance").alias("time_to_balance_mean"),
+            F.max("time_to_balance").alias("time_to_balance_max"),
+            F.sum(F.when(F.col("balanced_at").isNull(), 1).otherwise(0)).alias("events_never_balanced"))
+
+    # -------------------------------------------------------------- assembly
+
+    def tables(self) -> dict[str, "DataFrame"]:
+        F = self.F
+        bu = self._keep(self.broker_usage())
+        ticks = self._keep(self.ticks(bu))
+        per = self._keep(self.per_broker(bu, ticks))
+        topics = self._keep(self.topic_outages())
+        be = self._keep(self.balance_events(ticks))
+        scoped = self.scopes
+        for part in (self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
+                     self.reconnect_kpis(), self.outage_kpis(topics), self.balance_event_kpis(be)):
+            scoped = scoped.join(part, ["run_id", "window"], "left")
+        scoped = scoped.fillna(0, subset=["ticks", "brokers", *_ZERO_IF_ABSENT])
+        seconds = F.col("end") - F.col("start")
+        hours = F.when(seconds > 0, seconds / 3600.0)
+        scoped = (scoped.withColumns({"unloads_per_hour": F.col("unloads") / hours,
+                                      "splits_per_hour": F.col("splits") / hours, "window_seconds": seconds})
+                  .join(F.broadcast(self.meta.select("run_id", "scenario", "seed", "config", "placement",
+                                                     "shedder", "complete")), "run_id"))
+        scoped = self._keep(scoped)
+        runs = scoped.filter(F.col("window") == RUN_SCOPE).withColumnRenamed("span", "span_seconds") \
+            .select(*RUN_COLUMNS).orderBy("config", "seed", "run_id")
+        windows = scoped.filter(F.col("window") >= 0).withColumnRenamed("start", "window_start") \
+            .withColumnRenamed("end", "window_end").select(*WINDOW_COLUMNS).orderBy("run_id", "window")
+        cfg = F.broadcast(self.meta.select("run_id", "config", "seed"))
+        brokers = per.filter(F.col("window") == RUN_SCOPE).drop("window").join(cfg, "run_id").select(
+            "run_id", "config", "seed", "broker", "usage_mean", "usage_max", "overloaded_seconds",
+            "uptv", "dntv", "runs", "tdtv", "tdtv_pct").orderBy("run_id", "broker")
+        return {
+            "runs": runs,
+            "windows": windows,
+            "brokers": brokers,
+            "balance_events": be.join(cfg, "run_id").select(
+                "run_id", "config", "seed", "seq", "t", "event", "detail", "balanced_at",
+                "time_to_balance").orderBy("run_id", "seq"),
+            "ticks": ticks.join(cfg, "run_id").select(
+                "run_id", "config", "seed", "t", "brokers", "usage_max", "usage_min", "usage_mean",
+                "usage_std", "usage_range", "usage_max_over_mean", "usage_cv", "msg_rate_ratio",
+                "throughput_ratio").orderBy("run_id", "t"),
+            "broker_usage": bu.join(cfg, "run_id").select(
+                "run_id", "config", "seed", "t", "broker", "usage", "msg_rate", "throughput")
+            .orderBy("run_id", "t", "broker"),
+            "topics": topics.filter(F.col("window") == RUN_SCOPE).join(cfg, "run_id").select(
+                "run_id", "config", "seed", "topic", "unavailable_seconds").orderBy("run_id", "topic"),
+        }
+
+
+def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None
+            ) -> tuple[dict[str, "DataFrame"], "_Job"]:
+    """The roll-up's tables as lazy DataFrames (the comparison is built from the collected runs table,
+    see `rollup()`), and the job: `job.samples` (cached) and `job.release()` to free its cache."""
+    job = _Job(spark, runs, options or RollupOptions())
+    return job.tables(), job
+
+
+def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path) -> None:
+    """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting)."""
+    out = Path(out_dir)
+    for name, df in tables.items():
+        df = df.cache()  # computed once for both formats
+        df.write.mode("overwrite").parquet(str(out / "parquet" / name))
+        (df.coalesce(1).write.mode("overwrite").option("header", True).option("escape", '"')
+         .option("nullValue", "").csv(str(out / "csv" / name)))
+        df.unpersist()
+
+
+# ====================================================================== entry points
+
+
+def rollup(run_dirs: Sequence[str | Path], out_dir: str | Path, *, master: str | None = DEFAULT_MASTER,
+           spark: "SparkSession | None" = None, options: RollupOptions | None = None,
+           labels: Mapping[str, str] | None = None, show: bool = True) -> RollupResult:
+    """Roll up recorded runs into `out_dir`; print the console table when `show`.
+
+    With `spark` given, or a session already active, that session is used and left running; otherwise
+    one is started on `master` and stopped at the end. `labels` (run folder -> configuration label)
+    override run.json's grid."""
+    started = time.perf_counter()
+    options = options or RollupOptions()
+    if not isinstance(options, RollupOptions):
+        raise TypeError(f"options = {options!r}: expected a RollupOptions")
+    runs = load_runs(run_dirs, labels)
+    if not isinstance(out_dir, (str, Path)) or not str(out_dir):
+        raise ValueError(f"out_dir = {out_dir!r}: expected a folder path")
+    with ExitStack() as stack:
+        session = spark if spark is not None else stack.enter_context(spark_session(master))
+        if spark is None:
+            started = time.perf_counter()  # the figure is "after session start"
+        tables, job = compute(session, runs, options)
+        run_rows = [r.asDict() for r in tables["runs"].collect()]
+        cmp_rows = comparison_rows(run_rows, KPI_COLUMNS)
+        tables["comparison"] = comparison_frame(session, cmp_rows, KPI_COLUMNS)
+        write_tables(tables, out_dir)
+        n_samples = job.samples.count()
+        wall = time.perf_counter() - started
+        rss = jvm_peak_rss_bytes(session)
+        job.release()
+    result = RollupResult(out_dir=str(out_dir), runs=run_rows, comparison=cmp_rows, samples=n_samples,
+                          wall_seconds=wall, samples_per_second=n_samples / wall if wall > 0 else 0.0,
+                          jvm_peak_rss_bytes=rss)
+    if show:
+        from emulator.pipeline.tables import format_comparison, format_runs
+
+        print(format_runs(run_rows))
+        if any(r.get("runs", 0) > 1 for r in cmp_rows):  # else it would repeat the runs table
+            print()
+            print(format_comparison(cmp_rows))
+        print(f"\nrolled up {len(run_rows)} run(s), {n_samples:,} samples in {wall:.1f} s "
+              f"({result.samples_per_second:,.0f} samples/s) -> {out_dir}")
+    return result
+
+
+def build_arg_parser(prog: str = "rollup.py") -> argparse.ArgumentParser:
+    """The job's own arguments under spark-submit: as `pulsar-lb-emulator rollup`, but no default
+    master, so spark-submit's --master decides."""
+    from emulator.pipeline.cli import add_rollup_options
+
+    p = argparse.ArgumentParser(prog=prog, description="Roll up recorded runs into KPI tables (PySpark).")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="recording folders")
+    p.add_argument("--out", default="rollup", help="output folder (default ./rollup)")
+    add_rollup_options(p, master_default=None)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`spark-submit rollup.py RUN_DIR... --out DIR`: no master unless given, so spark-submit decides."""
+    from emulator.cli import UsageError
+    from emulator.pipeline.cli import options_from_args
+
+    args = build_arg_parser().parse_args(argv)
+    try:
+        rollup(args.run_dirs, args.out, master=args.master, options=options_from_args(args))
+    except (UsageError, ValueError) as e:
+        sys.stderr.write(f"rollup: error: {e}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # spark-submit .../rollup.py: run the installed module, not a __main__ copy
+    from emulator.pipeline.rollup import main as _installed_main
+
+    sys.exit(_installed_main())

@@ -1,0 +1,169 @@
+"""The roll-up equals the KPIs recomputed in plain Python (tests/pipeline/reference.py) to 1e-9."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from emulator.pipeline.recording import load_runs
+from emulator.pipeline.rollup import KPI_COLUMNS, TABLES, RollupOptions, rollup
+from emulator.pipeline.synthetic import write_synthetic_run
+from tests.pipeline.reference import reference
+
+OPTIONS = RollupOptions(window=600.0, balance_bound=10.0, balance_minutes=5.0)
+
+
+def close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A finished run, and one still running (no emulated_end) in a folder whose name needs escaping."""
+    root = tmp_path_factory.mktemp("runs")
+    done = write_synthetic_run(root / "done", seed=5, duration=3600.0, overrides={"placement": "AvgShedder"})
+    running = write_synthetic_run(root / "still running+1 %x", seed=9, duration=2650.0)
+    info = json.loads(Path(running, "run.json").read_text())
+    info.update(emulated_start=50.0, emulated_end=None, complete=False, ended_at=None, grid={})
+    Path(running, "run.json").write_text(json.dumps(info))
+    empty = root / "empty"  # crashed at once: an empty samples file and no other file
+    empty.mkdir()
+    (empty / "samples.jsonl").write_text("")
+    (empty / "run.json").write_text(json.dumps({"scenario": "crashed", "seed": 1, "emulated_end": 600.0}))
+    return [done, running, str(empty)]
+
+
+@pytest.fixture(scope="module")
+def rolled(spark, recorded, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rollup")
+    console = io.StringIO()
+    with contextlib.redirect_stdout(console):
+        result = rollup(recorded, out, spark=spark, options=OPTIONS, show=True)
+    return result, out, console.getvalue()
+
+
+def refs(recorded):
+    return {Path(d).name: reference(d, OPTIONS.window, OPTIONS.balance_bound, OPTIONS.balance_minutes)
+            for d in recorded}
+
+
+def test_runs_table_equals_plain_python(rolled, recorded):
+    result, _, _ = rolled
+    expected = refs(recorded)
+    assert sorted(r["run_id"] for r in result.runs) == sorted(expected)
+    for row in result.runs:
+        ref = expected[row["run_id"]]
+        assert close(row["span_seconds"], ref["span"])
+        whole = ref["scopes"][-1]
+        for k in ("ticks", "brokers", *KPI_COLUMNS):
+            assert close(row[k], whole[k]), (row["run_id"], k, row[k], whole[k])
+    # the data exercise every branch: balanced and never-balanced events, repeats, idle brokers
+    by_id = {r["run_id"]: r for r in result.runs}
+    assert by_id["still running+1 %x"]["span_seconds"] == 2650.0  # no emulated_end: the last t
+    full = [by_id["done"], by_id["still running+1 %x"]]
+    assert all(r["repeat_unloads"] > 0 and r["events_never_balanced"] >= 1 for r in full)
+    assert any(r["time_to_balance_mean"] is not None for r in full)
+    assert all(r["overloaded_broker_seconds"] > 0 and r["unavailable_topics"] > 0 for r in full)
+    empty = by_id["empty"]
+    assert empty["ticks"] == 0 and empty["unloads"] == 0 and empty["balance_range"] is None
+
+
+def test_windows_table_equals_plain_python(spark, rolled, recorded):
+    _, out, _ = rolled
+    expected = refs(recorded)
+    rows = spark.read.parquet(str(out / "parquet" / "windows")).collect()
+    seen = set()
+    for row in rows:
+        ref = expected[row["run_id"]]
+        scope = ref["scopes"][row["window"]]
+        start, end = ref["bounds"][row["window"]]
+        assert close(row["window_start"], start) and close(row["window_end"], end)
+        for k in ("ticks", "brokers", *KPI_COLUMNS):
+            assert close(row[k], scope[k]), (row["run_id"], row["window"], k, row[k], scope[k])
+        seen.add((row["run_id"], row["window"]))
+    assert seen == {(rid, w) for rid, ref in expected.items() for w in ref["scopes"] if w >= 0}
+    assert len(seen) == 6 + 5 + 1  # 3600 s, 2650 s and 600 s in 10-minute windows
+
+
+def test_per_broker_event_and_topic_tables_equal_plain_python(spark, rolled, recorded):
+    _, out, _ = rolled
+    expected = refs(recorded)
+    brokers = spark.read.parquet(str(out / "parquet" / "brokers")).collect()
+    assert {(r["run_id"], r["broker"]) for r in brokers} == {
+        (rid, b) for rid, ref in expected.items() for b in ref["brokers"]}
+    for r in brokers:
+        ref = expected[r["run_id"]]["brokers"][r["broker"]]
+        for k, v in ref.items():
+            assert close(r[k], v), (r["run_id"], r["broker"], k)
+    events = spark.read.parquet(str(out / "parquet" / "balance_events")).orderBy("run_id", "seq").collect()
+    for rid, ref in expected.items():
+        got = [e for e in events if e["run_id"] == rid]
+        assert [e["event"] for e in got] == [e["event"] for e in ref["events"]]
+        for g, e in zip(got, ref["events"]):
+            assert close(g["t"], e["t"]) and close(g["balanced_at"], e["balanced_at"])
+            assert close(g["time_to_balance"], e["time_to_balance"])
+            assert json.loads(g["detail"])["event"] == e["event"]  # the arguments travel along
+    topics = spark.read.parquet(str(out / "parquet" / "topics")).collect()
+    for rid, ref in expected.items():
+        got = {r["topic"]: r["unavailable_seconds"] for r in topics if r["run_id"] == rid}
+        assert got.keys() == ref["topics"].keys()
+        assert all(close(got[t], v) for t, v in ref["topics"].items())
+
+
+def test_every_table_written_as_parquet_and_csv(rolled):
+    result, out, _ = rolled
+    for name in TABLES:
+        assert list((out / "parquet" / name).glob("*.parquet")), name
+        parts = list((out / "csv" / name).glob("part-*.csv"))
+        assert len(parts) == 1, name
+    header = next(iter((out / "csv" / "runs").glob("part-*.csv"))).read_text().splitlines()[0]
+    assert header.split(",")[:3] == ["run_id", "scenario", "seed"] and "thrashing_tdtv_pct" in header
+    assert result.samples > 10_000 and result.samples_per_second > 0 and result.wall_seconds > 0
+    # one configuration per run here: the comparison has no interval, only the mean
+    assert sorted(r["config"] for r in result.comparison) == ["crashed", "placement=AvgShedder", "synthetic"]
+    assert all(r["runs"] == 1 and r["unloads_ci95"] is None for r in result.comparison)
+
+
+def test_console_table(rolled):
+    _, _, text = rolled
+    header = text.splitlines()[0].split()
+    assert header[:2] == ["config", "seed"] and "max/mean" in header and "unloads/h" in header
+    assert "synthetic" in text and "placement=AvgShedder" in text
+    assert "samples/s" in text.splitlines()[-1]
+
+
+def test_spark_submit_entry_point_parses_like_the_cli(recorded, tmp_path, monkeypatch, capsys):
+    """main() is what `spark-submit rollup.py` runs: no master unless given, so spark-submit decides."""
+    import emulator.pipeline.rollup as job
+
+    calls = []
+    monkeypatch.setattr(job, "rollup", lambda dirs, out, **kw: calls.append((dirs, out, kw)))
+    assert job.main([*recorded, "--out", str(tmp_path), "--window", "15m", "--balance-bound", "12"]) == 0
+    (dirs, out, kw), = calls
+    assert dirs == recorded and out == str(tmp_path) and kw["master"] is None
+    assert kw["options"] == RollupOptions(window=900.0, balance_bound=12.0, balance_minutes=5.0)
+    assert job.main([*recorded, "--window", "0"]) == 2
+    assert "--window = '0'" in capsys.readouterr().err
+
+
+def test_bad_arguments_name_themselves(tmp_path, recorded):
+    with pytest.raises(ValueError, match="window = 0"):
+        RollupOptions(window=0)
+    with pytest.raises(ValueError, match="balance_minutes = nan"):
+        RollupOptions(balance_minutes=float("nan"))
+    with pytest.raises(ValueError, match="no run.json there"):
+        load_runs([tmp_path])
+    with pytest.raises(TypeError, match="not one path"):
+        load_runs(recorded[0])
+    twin = tmp_path / "x" / Path(recorded[0]).name
+    twin.parent.mkdir()
+    write_synthetic_run(twin, duration=60.0)
+    with pytest.raises(ValueError, match="must be unique"):
+        load_runs([recorded[0], twin])
