@@ -413,9 +413,8 @@ class Broker(Actor):
             leader = self.leader_id
             if not decide_here and (leader is None or leader not in self.available_brokers):
                 decide_here = True
-                self.log.warning(
-                    "leader not active, deciding locally", bundle=bundle, leader=leader
-                )
+                # Pulsar logs this at WARN per lookup; at info here, or a leader drain floods stderr
+                self.log.info("leader not active, deciding locally", bundle=bundle, leader=leader)
             if decide_here:
                 candidate = await self._get_least_loaded(bundle, non_persistent)
                 if candidate is None:
