@@ -8,6 +8,7 @@ vectors in `vectors-hashing-and-split.md`. A namespace's bundles are a sorted pa
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -85,11 +86,17 @@ def topic_namespace(topic: str) -> str:
     (tenant/ns/local), 4 parts is v1 (tenant/cluster/ns/local), so a v2 local name containing `/`
     is read as v1, exactly like Pulsar.
     """
-    rest = full_topic_name(topic).split("://", 1)[1]
-    parts = rest.split("/", 3)
+    return _namespace_of_full(full_topic_name(topic), topic)
+
+
+def _namespace_of_full(name: str, topic: str) -> str:
+    """`topic_namespace` of a name already in full form (`name`); `topic` is for the message."""
+    parts = name[name.index("://") + 3:].split("/", 3)
     if len(parts) < 3 or not all(parts):
         raise ValueError(f"topic = {topic!r}: expected '<domain>://tenant/ns/topic'")
-    return "/".join(parts[:-1])
+    if len(parts) == 3:
+        return f"{parts[0]}/{parts[1]}"
+    return f"{parts[0]}/{parts[1]}/{parts[2]}"
 
 
 def partition_name(topic: str, i: int) -> str:
@@ -109,8 +116,9 @@ def _check_hash_value(name: str, value: object) -> int:
 
 
 def _check_namespace(namespace: object) -> str:
-    if not isinstance(namespace, str) or namespace.count("/") not in (1, 2) or not all(
-        namespace.split("/")
+    # "no empty part" without splitting: this runs for every bundle name parsed
+    if not isinstance(namespace, str) or namespace.count("/") not in (1, 2) or (
+        namespace[0] == "/" or namespace[-1] == "/" or "//" in namespace
     ):
         raise ValueError(
             f"namespace = {namespace!r}: expected 'tenant/ns' (or v1 'tenant/cluster/ns')"
@@ -173,6 +181,22 @@ def can_split(lower: int, upper: int) -> bool:
     return upper - lower > 1
 
 
+_INT_ONLY = {int}
+
+
+def _check_boundaries_slowly(bounds: tuple[object, ...]) -> None:
+    """One boundary at a time: raises the ValueError naming the first bad one (the constructor's
+    path for anything its C-speed check does not accept, e.g. an int subclass)."""
+    for i, b in enumerate(bounds):
+        _check_hash_value(f"boundaries[{i}]", b)
+    for i in range(1, len(bounds)):
+        if bounds[i] <= bounds[i - 1]:  # type: ignore[operator]
+            raise ValueError(
+                f"boundaries = {[hex(b) for b in bounds]!r}: must be strictly increasing "  # type: ignore[arg-type]
+                f"(index {i}: 0x{bounds[i]:08x} <= 0x{bounds[i - 1]:08x})"
+            )
+
+
 # --- NamespaceBundles ------------------------------------------------------------------------------
 
 
@@ -183,23 +207,22 @@ class NamespaceBundles:
     final partition index there and throws IndexOutOfBoundsException (spec §7, §10.5).
     """
 
-    __slots__ = ("_namespace", "_boundaries", "_names")
+    __slots__ = ("_namespace", "_boundaries", "_names_cache")
 
     def __init__(self, namespace: str, boundaries: Iterable[int], *, allow_partial: bool = False):
         """Prefer `default` and `from_boundaries`; `allow_partial` skips the full-coverage check
-        (only to reproduce Pulsar's own test of lookups outside the covered range, V-H6)."""
+        (only to reproduce Pulsar's own test of lookups outside the covered range, V-H6).
+
+        Brokers rebuild a namespace's layout from its stored policies on every ownership check, so
+        construction is O(n) at C speed (the checks run per boundary only to name a bad one) and
+        the bundle names are made on first use."""
         _check_namespace(namespace)
         bounds = tuple(boundaries)
         if len(bounds) < 2:
             raise ValueError(f"boundaries = {list(bounds)!r}: need at least 2 (one bundle)")
-        for i, b in enumerate(bounds):
-            _check_hash_value(f"boundaries[{i}]", b)
-        for i in range(1, len(bounds)):
-            if bounds[i] <= bounds[i - 1]:
-                raise ValueError(
-                    f"boundaries = {[hex(b) for b in bounds]!r}: must be strictly increasing "
-                    f"(index {i}: 0x{bounds[i]:08x} <= 0x{bounds[i - 1]:08x})"
-                )
+        if not (set(map(type, bounds)) == _INT_ONLY and bounds[0] >= FULL_LOWER
+                and bounds[-1] <= FULL_UPPER and all(map(operator.lt, bounds, bounds[1:]))):
+            _check_boundaries_slowly(bounds)
         if not allow_partial and (bounds[0] != FULL_LOWER or bounds[-1] != FULL_UPPER):
             raise ValueError(
                 f"boundaries = {[hex(b) for b in bounds]!r}: must start at 0x00000000 and end at "
@@ -207,9 +230,16 @@ class NamespaceBundles:
             )
         self._namespace = namespace
         self._boundaries = bounds
-        self._names = tuple(
-            f"{namespace}/0x{bounds[i]:08x}_0x{bounds[i + 1]:08x}" for i in range(len(bounds) - 1)
-        )
+        self._names_cache: tuple[str, ...] | None = None
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        names = self._names_cache
+        if names is None:
+            ns, b = self._namespace, self._boundaries
+            names = self._names_cache = tuple(
+                f"{ns}/0x{b[i]:08x}_0x{b[i + 1]:08x}" for i in range(len(b) - 1))
+        return names
 
     @classmethod
     def default(cls, namespace: str, n: int) -> NamespaceBundles:
@@ -267,12 +297,19 @@ class NamespaceBundles:
     def find_bundle(self, topic: str) -> str:
         """The bundle owning `topic` (its namespace must be this one); hash of the full topic name."""
         name = full_topic_name(topic)
-        ns = topic_namespace(name)
+        ns = _namespace_of_full(name, topic)
         if ns != self._namespace:
             raise ValueError(
                 f"topic = {topic!r}: belongs to namespace {ns!r}, not {self._namespace!r}"
             )
-        return self.find_bundle_by_hash(topic_hash(name))
+        # every lookup and attach lands here: the hash is in range by construction, so skip
+        # find_bundle_by_hash's argument check
+        h = zlib.crc32(name.encode("utf-8")) & 0xFFFFFFFF
+        b = self._boundaries
+        idx = bisect.bisect_right(b, h) - 1
+        if 0 <= idx < len(b) - 1:
+            return self._names[idx]
+        return self.find_bundle_by_hash(h)  # outside a partial layout, or 0xffffffff: its rules
 
     def find_bundle_by_hash(self, h: int) -> str:
         """The bundle whose range holds hash `h` (Java `Arrays.binarySearch` on the partitions)."""
@@ -288,17 +325,31 @@ class NamespaceBundles:
         return self._names[idx]
 
     def contains(self, bundle_name: str) -> bool:
-        """True iff `bundle_name` is exactly one of this namespace's bundles."""
-        return bundle_name in self._names
+        """True iff `bundle_name` is exactly one of this namespace's bundles (a binary search on
+        the boundaries, not a scan of the names)."""
+        return self._position(bundle_name) is not None
+
+    def _position(self, bundle_name: str) -> int | None:
+        try:
+            namespace, lower, upper = parse_bundle(bundle_name)
+        except ValueError:
+            return None
+        if namespace != self._namespace:
+            return None
+        b = self._boundaries
+        i = bisect.bisect_left(b, lower)
+        if i + 1 < len(b) and b[i] == lower and b[i + 1] == upper:
+            return i
+        return None
 
     def index_of(self, bundle_name: str) -> int:
         """Position of a bundle, or ValueError naming it."""
-        try:
-            return self._names.index(bundle_name)
-        except ValueError:
+        i = self._position(bundle_name)
+        if i is None:
             raise ValueError(
                 f"bundle_name = {bundle_name!r}: not a bundle of {self._namespace!r}"
-            ) from None
+            )
+        return i
 
     def children_of(self, parent_name: str) -> list[str]:
         """The bundles lying inside `parent_name`'s range (e.g. a split bundle's children)."""

@@ -36,6 +36,7 @@ __all__ = [
     "TimeAverageBrokerData",
     "BrokerData",
     "LoadData",
+    "SheddingView",
     "default_bundle_stats",
     "need_broker_data_update",
     "percent_change",
@@ -51,12 +52,15 @@ DEFAULT_MESSAGE_RATE = 50.0  # msg/s, each way, for a bundle never seen
 DEFAULT_MESSAGE_THROUGHPUT = 50000.0  # bytes/s (decimal 50 kB/s), each way
 
 _F32 = struct.Struct("<f")
+_F32_PACK, _F32_UNPACK = _F32.pack, _F32.unpack
+_2F32 = struct.Struct("<ff")
+_2F32_PACK, _2F32_UNPACK = _2F32.pack, _2F32.unpack
 
 
 def _f32(x: float) -> float:
     """Round a double to the nearest float32, as Java's `(float)` cast (widened back to a double)."""
     try:
-        return _F32.unpack(_F32.pack(x))[0]
+        return _F32_UNPACK(_F32_PACK(x))[0]
     except OverflowError:  # beyond float32 range: Java rounds to ±Infinity (or ±MAX_VALUE)
         with np.errstate(over="ignore"):
             return float(np.float32(x))
@@ -88,10 +92,18 @@ class ResourceUsage(msgspec.Struct, rename="camel"):
     limit: float = 0.0
 
     def percent_usage(self) -> float:
-        """Java `percentUsage()`: `((float)usage / (float)limit) * 100` in float32, 0 if limit ≤ 0."""
+        """Java `percentUsage()`: `((float)usage / (float)limit) * 100` in float32, 0 if limit ≤ 0.
+
+        Placement computes this for every candidate on every assignment: both casts go through one
+        struct round trip (each value is rounded on its own, exactly as two casts)."""
         proportion = 0.0
-        if self.limit > 0:
-            proportion = _f32(_f32(self.usage) / _f32(self.limit))
+        limit = self.limit
+        if limit > 0:
+            try:
+                usage, limit = _2F32_UNPACK(_2F32_PACK(self.usage, limit))
+            except OverflowError:
+                usage, limit = _f32(self.usage), _f32(limit)
+            proportion = _f32(usage / limit)
         return _f32(proportion * 100.0)
 
 
@@ -191,18 +203,24 @@ class LocalBrokerData(msgspec.Struct, rename="camel"):
     def max_resource_usage_with_weight(
         self, cpu_w: float, direct_w: float, in_w: float, out_w: float
     ) -> float:
-        """PIP-358's weighted usage: max(percent × weight) / 100 in double precision."""
-        return (
-            _max_from_neg_inf(
-                (
-                    self.cpu.percent_usage() * cpu_w,
-                    self.direct_memory.percent_usage() * direct_w,
-                    self.bandwidth_in.percent_usage() * in_w,
-                    self.bandwidth_out.percent_usage() * out_w,
-                )
-            )
-            / 100.0
-        )
+        """PIP-358's weighted usage: max(percent × weight) / 100 in double precision.
+
+        The max is written out (from −∞, strict `>`, so NaN never wins, as `_max_from_neg_inf`):
+        the leader calls this for every candidate of every assignment."""
+        m = -math.inf
+        v = self.cpu.percent_usage() * cpu_w
+        if v > m:
+            m = v
+        v = self.direct_memory.percent_usage() * direct_w
+        if v > m:
+            m = v
+        v = self.bandwidth_in.percent_usage() * in_w
+        if v > m:
+            m = v
+        v = self.bandwidth_out.percent_usage() * out_w
+        if v > m:
+            m = v
+        return m / 100.0
 
     def max_resource_usage_with_weight_and_memory(
         self, cpu_w: float, mem_w: float, direct_w: float, in_w: float, out_w: float
@@ -301,9 +319,22 @@ class TimeAverageMessageData(msgspec.Struct, rename="camel"):
         )
 
     def update_values(self, rate_in: float, rate_out: float, thr_in: float, thr_out: float) -> None:
-        """Add one sample given as numbers; each field is averaged independently."""
-        n = min(self.num_samples + 1, self.max_samples)
+        """Add one sample given as numbers; each field is averaged independently.
+
+        The leader runs this for every bundle on every load report, so the usual case (n >= 1, a
+        plain double division, the same value Java computes) skips `_java_div`; only a window of
+        0 samples needs Java's x/0 rules."""
+        n = self.num_samples + 1
+        if n > self.max_samples:
+            n = self.max_samples
         self.num_samples = n
+        if n > 0:
+            m = n - 1
+            self.msg_throughput_in = (m * self.msg_throughput_in + thr_in) / n
+            self.msg_throughput_out = (m * self.msg_throughput_out + thr_out) / n
+            self.msg_rate_in = (m * self.msg_rate_in + rate_in) / n
+            self.msg_rate_out = (m * self.msg_rate_out + rate_out) / n
+            return
         self.msg_throughput_in = _java_div((n - 1) * self.msg_throughput_in + thr_in, n)
         self.msg_throughput_out = _java_div((n - 1) * self.msg_throughput_out + thr_out, n)
         self.msg_rate_in = _java_div((n - 1) * self.msg_rate_in + rate_in, n)
@@ -328,18 +359,10 @@ class BundleData(msgspec.Struct, rename="camel"):
         cls, num_short_samples: int, num_long_samples: int, default_stats: NamespaceBundleStats
     ) -> BundleData:
         """Java `new BundleData(short, long, defaultStats)`: both windows seeded, no samples counted."""
-
-        def window(max_samples: int) -> TimeAverageMessageData:
-            return TimeAverageMessageData(
-                max_samples=max_samples,
-                num_samples=0,
-                msg_rate_in=default_stats.msg_rate_in,
-                msg_rate_out=default_stats.msg_rate_out,
-                msg_throughput_in=default_stats.msg_throughput_in,
-                msg_throughput_out=default_stats.msg_throughput_out,
-            )
-
-        return cls(window(num_short_samples), window(num_long_samples))
+        ri, ro = default_stats.msg_rate_in, default_stats.msg_rate_out
+        ti, to = default_stats.msg_throughput_in, default_stats.msg_throughput_out
+        return cls(TimeAverageMessageData(num_short_samples, 0, ri, ro, ti, to),
+                   TimeAverageMessageData(num_long_samples, 0, ri, ro, ti, to))
 
     @classmethod
     def default(cls) -> BundleData:
@@ -351,8 +374,10 @@ class BundleData(msgspec.Struct, rename="camel"):
 
     def update(self, stats: NamespaceBundleStats) -> None:
         """One sample into both windows; `topics` follows the latest sample."""
-        self.short_term_data.update(stats)
-        self.long_term_data.update(stats)
+        ri, ro = stats.msg_rate_in, stats.msg_rate_out
+        ti, to = stats.msg_throughput_in, stats.msg_throughput_out
+        self.short_term_data.update_values(ri, ro, ti, to)
+        self.long_term_data.update_values(ri, ro, ti, to)
         self.topics = stats.topics
 
 
@@ -418,6 +443,26 @@ class BrokerData(msgspec.Struct, rename="camel"):
     preallocated_bundle_data: dict[str, BundleData] = {}
 
 
+class SheddingView(dict):  # type: ignore[type-arg]
+    """`LoadData.bundle_data_for_load_shedding()`: a plain {bundle: BundleData} dict in the leader's
+    map order, which also knows each bundle's position in that order.
+
+    A shedder looks for the bundles of each overloaded broker in the order of this map (Java's
+    stream encounter order breaks ties); with the positions it sorts the broker's own bundles
+    instead of scanning every bundle of the cluster once per broker."""
+
+    __slots__ = ("_positions",)
+
+    def positions(self) -> dict[str, int]:
+        """bundle -> index in iteration order; built on first use (the view must not change
+        afterwards, as it does not during one shedding decision)."""
+        try:
+            return self._positions
+        except AttributeError:
+            self._positions: dict[str, int] = {b: i for i, b in enumerate(self)}
+            return self._positions
+
+
 class LoadData(msgspec.Struct, rename="camel"):
     """Everything the placement and shedding strategies read (§1.8)."""
 
@@ -425,13 +470,21 @@ class LoadData(msgspec.Struct, rename="camel"):
     bundle_data: dict[str, BundleData] = {}
     recently_unloaded_bundles: dict[str, int] = {}
 
-    def bundle_data_for_load_shedding(self) -> dict[str, BundleData]:
-        """`bundle_data` without bundles of system service namespaces (heartbeat, SLA monitor, ...)."""
-        return {
-            bundle: data
-            for bundle, data in self.bundle_data.items()
-            if not is_system_service_namespace(namespace_of(bundle))
-        }
+    def bundle_data_for_load_shedding(self) -> SheddingView:
+        """`bundle_data` without bundles of system service namespaces (heartbeat, SLA monitor, ...).
+
+        Each namespace is matched once per call (a cluster has tens of thousands of bundles in a
+        few namespaces, and the match is three regular expressions)."""
+        system: dict[str, bool] = {}
+        out = SheddingView()
+        for bundle, data in self.bundle_data.items():
+            ns = namespace_of(bundle)
+            skip = system.get(ns)
+            if skip is None:
+                skip = system[ns] = is_system_service_namespace(ns)
+            if not skip:
+                out[bundle] = data
+        return out
 
 
 # --- Names -----------------------------------------------------------------------------------------
@@ -446,7 +499,8 @@ _SYSTEM_SERVICE_PATTERNS = (
 
 def namespace_of(bundle: str) -> str:
     """`tenant/ns/0x00000000_0x40000000` → `tenant/ns` (everything before the last `/`)."""
-    return bundle[: bundle.rfind("/")] if "/" in bundle else bundle
+    i = bundle.rfind("/")
+    return bundle[:i] if i >= 0 else bundle
 
 
 def range_of(bundle: str) -> str:

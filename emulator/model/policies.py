@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import repeat
 from types import MappingProxyType
 
 from typing import TYPE_CHECKING
@@ -118,14 +119,20 @@ class BundlesData(msgspec.Struct, rename="camel"):
                 f"bundles: {len(self.boundaries)} boundaries for numBundles={self.num_bundles}; "
                 "need numBundles + 1"
             )
-        for b in self.boundaries:
-            try:
-                int(b, 16)
-            except ValueError:
-                raise ValueError(f"bundles.boundaries: {b!r} is not a hex boundary like '0x40000000'") from None
+        try:
+            self.boundary_values()
+        except (ValueError, TypeError):
+            for b in self.boundaries:
+                try:
+                    int(b, 16)
+                except (ValueError, TypeError):
+                    raise ValueError(
+                        f"bundles.boundaries: {b!r} is not a hex boundary like '0x40000000'") from None
+            raise
 
     def boundary_values(self) -> list[int]:
-        return [int(b, 16) for b in self.boundaries]
+        # map at C speed: brokers decode a namespace's policies on every ownership check
+        return list(map(int, self.boundaries, repeat(16, len(self.boundaries))))
 
 
 def bundles_data_from(bundles: NamespaceBundles) -> BundlesData:

@@ -3,7 +3,8 @@
 Time: `VirtualClock` (deterministic, jumps over idle time; `VirtualEventLoop`) or `WallClock(speed)`
 (`ScaledWallEventLoop`), chosen for a whole run by `run(main, clock=...)`. Actors: `ActorSystem`,
 `Actor` with `tell` / `ask` / `Reply`, supervision (`ActorDead`, `ActorFailure`). Randomness:
-`derive_rng(seed, name)`.
+`derive_rng(seed, name)`. `run` raises the garbage collector's first threshold for the run
+(`gc_tuned`).
 """
 
 from .actor import Actor as Actor
@@ -14,6 +15,8 @@ from .clock import WallClock as WallClock
 from .clock import run as run
 from .errors import ActorDead as ActorDead
 from .errors import AskTimeout as AskTimeout
+from .gc_policy import RUN_GC_THRESHOLD as RUN_GC_THRESHOLD
+from .gc_policy import gc_tuned as gc_tuned
 from .reply import NO_REPLY as NO_REPLY
 from .reply import Reply as Reply
 from .rng import derive_rng as derive_rng
@@ -27,6 +30,7 @@ from .wall_loop import scaled_wall_loop_factory as scaled_wall_loop_factory
 
 __all__ = [
     "NO_REPLY",
+    "RUN_GC_THRESHOLD",
     "Actor",
     "ActorDead",
     "ActorFailure",
@@ -41,6 +45,7 @@ __all__ = [
     "WallClock",
     "derive_rng",
     "derive_seed",
+    "gc_tuned",
     "run",
     "run_external",
     "scaled_wall_loop_factory",

@@ -1,9 +1,9 @@
 """Actors: a name, a mailbox handled one message at a time, request/reply, and supervision.
 
 An actor is an object with an anyio task in its system's task group. `tell` and `ask` enqueue
-without awaiting (`send_nowait` on an unbounded memory stream: about 25x cheaper than `send`, which
-always yields); the run loop drains the mailbox without yielding until it is empty, checkpointing
-every `FAIRNESS_BATCH` messages so a flooded actor cannot starve the rest.
+without awaiting (a `Mailbox`: a deque append, where an anyio stream's `send` always yields and its
+`receive` checkpoints before every wait); the run loop drains the mailbox without yielding until it
+is empty, checkpointing every `FAIRNESS_BATCH` messages so a flooded actor cannot starve the rest.
 
 Failure is data, never a hang: an exception escaping `receive`, `on_start`, `on_stop` or a child
 task crashes only that actor. It is marked dead, its children are killed, every ask it has not
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import random
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ from anyio.abc import TaskGroup
 
 from .clock import Clock
 from .errors import ActorDead, AskTimeout
+from .mailbox import Mailbox
 from .reply import NO_REPLY, Reply
 from .rng import derive_rng
 from .supervision import ActorFailure, report_failure
@@ -68,24 +70,51 @@ class Actor:
             raise TypeError(f"Actor(name, system): system must be an ActorSystem, got {system!r}")
         self.name = name
         self.system = system
-        self.rng = derive_rng(system.seed, name)
         self.alive = False
-        self.log = structlog.get_logger(actor=name)  # lazy: follows logging configured later
-        self._send, self._recv = anyio.create_memory_object_stream[tuple[Any, Reply]](math.inf)
+        # made on first use: a cluster has one actor per owned bundle, tens of thousands of which
+        # never draw a random number (a Mersenne Twister state is 2.5 KB) nor log a line
+        self._rng: random.Random | None = None
+        self._log: Any = None
+        self._mailbox: Mailbox[tuple[Any, Reply]] = Mailbox()
         self._open: dict[Reply, None] = {}  # unanswered asks to this actor, in arrival order
         self._state = _NEW
         self._cause = "not spawned yet: call system.spawn(actor) first"
         self._task: asyncio.Task[Any] | None = None
         self._scope: anyio.CancelScope | None = None
-        self._tg: TaskGroup | None = None
+        self._serving = False  # the run loop is up: start_soon starts tasks at once
         self._early: list[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], str]] = []
         self._parent: Actor | None = None
         self._children: dict[Actor, None] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._stopped = asyncio.Event()
+        self._finished = False
+        self._stopped: asyncio.Event | None = None  # made when someone waits for the end
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self._state}>"
+
+    @property
+    def rng(self) -> random.Random:
+        """This actor's own stream, derived from (system seed, name): the same whenever it is made."""
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = derive_rng(self.system.seed, self.name)
+        return rng
+
+    @rng.setter
+    def rng(self, value: random.Random) -> None:
+        self._rng = value
+
+    @property
+    def log(self) -> Any:
+        """A structlog logger bound to `actor=name` (lazy: follows logging configured later)."""
+        log = self._log
+        if log is None:
+            log = self._log = structlog.get_logger(actor=self.name)
+        return log
+
+    @log.setter
+    def log(self, value: Any) -> None:
+        self._log = value
 
     @property
     def now(self) -> float:
@@ -110,7 +139,7 @@ class Actor:
         """Enqueue `msg` without waiting; raises ActorDead if the actor is not running."""
         if not self.alive:
             raise ActorDead(self.name, self._cause)
-        self._send.send_nowait((msg, NO_REPLY))
+        self._mailbox.put((msg, NO_REPLY))
 
     async def ask(self, msg: Any, timeout: float | None = None) -> Any:
         """Send `msg` and wait for the reply. Raises ActorDead (not running, or died before
@@ -126,7 +155,7 @@ class Actor:
         future = loop.create_future()
         reply = Reply(future)
         self._open[reply] = None
-        self._send.send_nowait((msg, reply))
+        self._mailbox.put((msg, reply))
         timer = None if timeout is None else loop.call_later(timeout, _expire, future, self.name,
                                                              msg, timeout)
         try:
@@ -151,15 +180,19 @@ class Actor:
             raise TypeError(f"start_soon() needs an async function as fn, got {fn!r}")
         if self._state is _DEAD:
             raise ActorDead(self.name, self._cause)
-        if self._tg is None:
+        if not self._serving:
             task_name = f"{self.name}:{name or getattr(fn, '__qualname__', repr(fn))}"
             self._early.append((fn, args, task_name))  # started once the run loop is up
         else:
-            # A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per
-            # lookup. It is tracked here and cancelled when the actor dies.
-            task = asyncio.get_running_loop().create_task(self._guard(fn, args), name=name)
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn_task(fn, args, name)
+
+    def _spawn_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...],
+                    name: str | None) -> None:
+        """A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per lookup,
+        clients one per producer. It is tracked here and cancelled when the actor dies."""
+        task = asyncio.get_running_loop().create_task(self._guard(fn, args), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
         """Graceful stop: refuse new messages (queued asks fail with ActorDead), let the current
@@ -172,7 +205,7 @@ class Actor:
             self._state = _STOPPING
             self.alive = False
             self._cause = "stopping"
-            self._send.close()  # wakes the idle run loop
+            self._mailbox.close()  # wakes the idle run loop
             self._refuse_queued()
         if asyncio.current_task() is self._task:
             return
@@ -187,7 +220,16 @@ class Actor:
         if self._state is _NEW:
             raise RuntimeError(f"actor {self.name!r} was never spawned, so it will never stop: "
                                f"call system.spawn(actor) first")
+        if self._finished:
+            return
+        if self._stopped is None:
+            self._stopped = asyncio.Event()
         await self._stopped.wait()
+
+    def _mark_finished(self) -> None:
+        self._finished = True
+        if self._stopped is not None:
+            self._stopped.set()
 
     # ----------------------------------------------------------------------- run loop
 
@@ -196,50 +238,50 @@ class Actor:
         try:
             if self._state is _DEAD:
                 return
+            # Child tasks are bare asyncio tasks tracked in self._tasks (see _spawn_task), so the
+            # run loop needs a cancel scope but no task group of its own.
             with anyio.CancelScope() as self._scope:
-                async with anyio.create_task_group() as tg:
-                    self._tg = tg
-                    for fn, args, task_name in self._early:
-                        tg.start_soon(self._guard, fn, args, name=task_name)
-                    self._early.clear()
-                    try:
-                        await self.on_start()
-                        await self._serve()
-                        if self._state is _STOPPING:
-                            await self.on_stop()
-                            for child in reversed(list(self._children)):
-                                await child.stop()
-                            self._terminate("stopped")
-                    except Exception as exc:
-                        self._crash(exc)
-                    tg.cancel_scope.cancel()
+                self._serving = True
+                for fn, args, task_name in self._early:
+                    self._spawn_task(fn, args, task_name)
+                self._early.clear()
+                try:
+                    await self.on_start()
+                    await self._serve()
+                    if self._state is _STOPPING:
+                        await self.on_stop()
+                        for child in reversed(list(self._children)):
+                            await child.stop()
+                        self._terminate("stopped")
+                except Exception as exc:
+                    self._crash(exc)
         finally:
             self._terminate("cancelled with the actor system")  # no-op unless cancelled from outside
-            self._stopped.set()
+            self._mark_finished()
 
     async def _serve(self) -> None:
-        recv = self._recv
+        box = self._mailbox
+        receive = self.receive
         batch = 0
         while self._state is _RUNNING:
+            if not box:
+                if box.closed:
+                    return
+                batch = 0
+                # One yield before going idle, as anyio's stream receive did: actors that answer
+                # each other in the same instant keep the interleaving (and so the decisions)
+                # they had, only the wait itself is cheaper.
+                await asyncio.sleep(0)
+                if not box and not box.closed and self._state is _RUNNING:
+                    await box.wait()
+                continue  # re-check the state: a stop() may have woken us
             if batch >= FAIRNESS_BATCH:
                 batch = 0
                 await anyio.lowlevel.checkpoint()
                 continue
-            try:
-                msg, reply = recv.receive_nowait()
-            except anyio.WouldBlock:
-                batch = 0
-                try:
-                    msg, reply = await recv.receive()
-                except anyio.EndOfStream:
-                    return
-                if self._state is not _RUNNING:  # handed over just before a stop()
-                    reply._fail(ActorDead(self.name, self._cause))
-                    return
-            except anyio.EndOfStream:
-                return
+            msg, reply = box.get_nowait()
             batch += 1
-            await self.receive(msg, reply)
+            await receive(msg, reply)
 
     async def _guard(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         try:
@@ -251,11 +293,9 @@ class Actor:
 
     def _refuse_queued(self) -> None:
         """Empty the mailbox, failing the asks in it (a tell in it is simply lost)."""
-        while True:
-            try:
-                _, reply = self._recv.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                return
+        box = self._mailbox
+        while box:
+            _, reply = box.get_nowait()
             reply._fail(ActorDead(self.name, self._cause))
 
     def _terminate(self, cause: str, error: BaseException | None = None) -> None:
@@ -265,7 +305,7 @@ class Actor:
         self._state = _DEAD
         self.alive = False
         self._cause = cause
-        self._send.close()
+        self._mailbox.close()
         self._refuse_queued()
         for reply in list(self._open):
             dead = ActorDead(self.name, cause)
@@ -277,7 +317,7 @@ class Actor:
         for task in list(self._tasks):
             task.cancel()
         if self._task is None:  # the run loop never started, so it will not set this
-            self._stopped.set()
+            self._mark_finished()
         for child in reversed(list(self._children)):
             child._terminate(f"killed with its parent {self.name!r} ({cause})")
         if self._parent is not None:

@@ -1,0 +1,152 @@
+"""The Pulsar 3.0 restart case: every broker of a large cluster restarted within two emulated minutes.
+
+100 brokers, 65,000 bundles (65 namespaces of 1,000), 100,000 producers on 100,000 topics (100
+clients of 1,000). Once every producer is connected (t0), broker i is stopped gracefully at
+t0 + i * 1.2 s (`stop_broker(id, "graceful")`, which drains its bundles one by one) and started
+again with the same host (`add_broker(host)`); the run goes on until t0 + 30 emulated minutes.
+
+Figures: wall time of the whole run (boot and first connect included), peak RSS, and the emulated
+time from t0 until every producer is connected again. Targets: <= 5 min wall, <= 4 GiB.
+The invariant checker runs every `CHECK_INTERVAL` emulated seconds (each check walks every
+ownership node: once a second it would cost more than the cluster itself).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from emulator.cluster.events import Event
+from emulator.cluster.messages import HandleKind
+from emulator.runtime import VirtualClock, run
+from emulator.testing import emulated_cluster
+
+from .harness import Options, Row, Target, peak_rss_bytes, quiet_logs
+
+CHECK_INTERVAL = 60.0
+GIB = 1024 ** 3
+
+
+class _Connected:
+    """Counts connected producers from the cluster's events, and remembers when the count last
+    climbed back to `total` (no polling over 100,000 handles)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.now = 0
+        self.full_at: float | None = None
+        self.min_after_t0: int | None = None
+
+    def __call__(self, event: Event) -> None:
+        kind = event["kind"]
+        if kind == "handle_connected" or kind == "handle_reconnected":
+            self.now += 1
+            if self.now == self.total:
+                self.full_at = event["t"]
+        elif kind == "handle_disconnected":
+            self.now -= 1
+            self.full_at = None
+            if self.min_after_t0 is not None:
+                self.min_after_t0 = min(self.min_after_t0, self.now)
+
+
+async def restart_case(*, brokers: int, namespaces: int, bundles_per_ns: int, clients: int,
+                       producers_per_client: int, restart_window: float, duration: float,
+                       seed: int) -> dict[str, Any]:
+    wall0 = time.perf_counter()
+    ns = [f"public/ns-{i}" for i in range(namespaces)]
+    total = clients * producers_per_client
+    names = [f"persistent://{ns[i % namespaces]}/topic-{i}" for i in range(total)]
+    async with emulated_cluster(brokers, seed=seed, namespaces={n: bundles_per_ns for n in ns},
+                                check_interval=CHECK_INTERVAL) as cluster:
+        if cluster.decision_log is not None:
+            cluster.decision_log.close()  # 100k assignment traces: the benchmark reads none of them
+        counter = _Connected(total)
+        cluster.events.subscribe(counter)
+        boot_wall = time.perf_counter() - wall0
+        cs = [cluster.add_client() for _ in range(clients)]
+        await anyio.sleep(0)
+        for i, c in enumerate(cs):
+            c.create_handles(names[i::clients], HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: counter.now == total, timeout=3600, poll=1.0,
+                                 what="every producer connected")
+        connect_wall = time.perf_counter() - wall0 - boot_wall
+        clock = cluster.system.clock
+        t0 = clock.now()
+        counter.min_after_t0 = counter.now
+        owned_before = len(cluster.ownership())
+        step = restart_window / brokers
+        stopped_in_time = 0
+
+        async def restart(i: int, broker_id: str) -> None:
+            nonlocal stopped_in_time
+            await anyio.sleep(i * step)
+            host = cluster.brokers[broker_id].host
+            if await cluster.stop_broker(broker_id, "graceful"):
+                stopped_in_time += 1
+            await cluster.add_broker(host)
+
+        async with anyio.create_task_group() as tg:
+            for i, b in enumerate(cluster.live_brokers()):
+                tg.start_soon(restart, i, b)
+        restarts_done = clock.now() - t0
+        await anyio.sleep(max(0.0, t0 + duration - clock.now()))
+        reconnected_after = None if counter.full_at is None or counter.now != total else (
+            counter.full_at - t0)
+        return {
+            "brokers": brokers, "bundles": namespaces * bundles_per_ns, "producers": total,
+            "boot_wall_s": boot_wall, "connect_wall_s": connect_wall,
+            "connect_emulated_s": t0,
+            "restarts_done_emulated_s": restarts_done, "graceful_in_time": stopped_in_time,
+            "bundles_owned_before": owned_before, "bundles_owned_after": len(cluster.ownership()),
+            "producers_connected_at_end": counter.now,
+            "fewest_connected_during": counter.min_after_t0,
+            "all_reconnected_after_s": reconnected_after,
+            "unavailable_events": cluster.events.counts.get("handle_disconnected", 0),
+            "emulated_s": clock.now(),
+            "invariant_checks": cluster.invariants.checks if cluster.invariants else 0,
+            "violations": len(cluster.invariants.violations) if cluster.invariants else 0,
+        }
+
+
+def sizes(quick: bool) -> dict[str, Any]:
+    if quick:
+        return dict(brokers=10, namespaces=5, bundles_per_ns=130, clients=10,
+                    producers_per_client=100, restart_window=12.0, duration=180.0)
+    return dict(brokers=100, namespaces=65, bundles_per_ns=1000, clients=100,
+                producers_per_client=1000, restart_window=120.0, duration=1800.0)
+
+
+def run_bench(opts: Options) -> list[Row]:
+    quiet_logs()
+    reps = opts.repetitions(1, 1)
+    walls: list[float] = []
+    last: dict[str, Any] = {}
+    for _ in range(reps):
+        t = time.perf_counter()
+        last = run(_call, sizes(opts.quick), opts.seed, clock=VirtualClock())
+        walls.append(time.perf_counter() - t)
+    walls_sorted = sorted(walls)
+    wall = walls_sorted[len(walls) // 2]
+    rss = peak_rss_bytes() / GIB
+    note = "" if last.get("all_reconnected_after_s") is not None else \
+        "not every producer was connected again at the end"
+    if last.get("violations"):
+        note = (note + "; " if note else "") + f"{last['violations']} invariant violations"
+    common = {"reps": reps, "details": last}
+    return [
+        Row(name="restart.wall", figure=wall, unit="s", target=Target("figure", "<=", 300.0),
+            samples=walls, baseline=last.get("emulated_s"), baseline_unit="emulated s",
+            ratio=(last.get("emulated_s") or 0) / wall, note=note, **common),
+        Row(name="restart.peak_rss", figure=rss, unit="GiB", target=Target("figure", "<=", 4.0),
+            samples=[rss], reps=reps),
+        Row(name="restart.all_reconnected", figure=last.get("all_reconnected_after_s"),
+            unit="emulated s", samples=[], reps=reps,
+            note="from the first restart until every producer is connected again"),
+    ]
+
+
+async def _call(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    return await restart_case(seed=seed, **size)
