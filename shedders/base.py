@@ -197,11 +197,21 @@ def shedding_candidates(
     stream's encounter order does.
     """
     owned = local.bundles
-    pairs = [
-        (bundle, _short_term_traffic(data, metric))
-        for bundle, data in shedding_view.items()
-        if bundle in owned and bundle not in recently_unloaded
-    ]
+    # The view holds every bundle of the cluster and this runs once per overloaded broker: with
+    # a SheddingView, the broker's own bundles are put in view order by position (the same list
+    # as the scan below, without visiting the other brokers' bundles).
+    positions = getattr(shedding_view, "positions", None)
+    if positions is not None and 4 * len(owned) < len(shedding_view):
+        pos = positions()
+        mine = [b for b in owned if b in pos and b not in recently_unloaded]
+        mine.sort(key=pos.__getitem__)
+        pairs = [(b, _short_term_traffic(shedding_view[b], metric)) for b in mine]
+    else:
+        pairs = [
+            (bundle, _short_term_traffic(shedding_view[bundle], metric))
+            for bundle in filter(owned.__contains__, shedding_view)
+            if bundle not in recently_unloaded
+        ]
     return sorted_by_traffic_desc(pairs)
 
 
