@@ -240,17 +240,20 @@ class Broker(Actor):
             self.start_soon(self._on_session_lost)
             reply.ok(None)
         elif kind is UnloadBundle:
-            self.start_soon(self._admin, self.unload_bundle(msg.bundle), reply)
+            self.start_soon(self._admin, self.unload_bundle, (msg.bundle,), {}, reply)
         elif kind is SplitBundle:
-            self.start_soon(self._admin, self.split_and_own_bundle(
-                msg.bundle, unload=msg.unload, algorithm=msg.algorithm, boundaries=msg.boundaries),
-                reply)
+            self.start_soon(self._admin, self.split_and_own_bundle, (msg.bundle,),
+                            {"unload": msg.unload, "algorithm": msg.algorithm,
+                             "boundaries": msg.boundaries}, reply)
         else:
             raise TypeError(f"broker {self.broker_id}: unexpected message {kind.__name__}")
 
-    async def _admin(self, op: Any, reply: Reply) -> None:
+    async def _admin(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     reply: Reply) -> None:
+        """Run an admin operation in a task; the coroutine is created here, inside the task, so a
+        broker that dies first leaves no never-awaited coroutine behind."""
         try:
-            detail = await op
+            detail = await op(*args, **kwargs)
         except AdminError as e:
             reply.ok(AdminResult(False, str(e)))
         else:
