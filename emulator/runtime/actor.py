@@ -28,7 +28,8 @@ import anyio.lowlevel
 import structlog
 from anyio.abc import TaskGroup
 
-from .clock import Clock
+from .clock import ZERO_ORIGIN_LOOPS, Clock
+from .deadlines import Deadlines
 from .errors import ActorDead, AskTimeout
 from .mailbox import Mailbox
 from .reply import NO_REPLY, Reply
@@ -44,14 +45,11 @@ FAIRNESS_BATCH = 64  # messages handled back to back before yielding to other ta
 _NEW, _RUNNING, _STOPPING, _DEAD = "new", "running", "stopping", "dead"
 
 
-def _expire(future: asyncio.Future[Any], actor: str, msg: Any, timeout: float) -> None:
-    if not future.done():
-        future.set_exception(AskTimeout(actor, type(msg).__name__, timeout))
-
-
 def _check_timeout(timeout: float | None) -> float | None:
     if timeout is None:
         return None
+    if type(timeout) is float and 0.0 <= timeout < math.inf:  # the common case, checked cheaply
+        return timeout
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
         raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
     return None if timeout == math.inf else timeout
@@ -118,7 +116,7 @@ class Actor:
 
     @property
     def now(self) -> float:
-        return self.system.clock.now()
+        return self.system.now()
 
     # ----------------------------------------------------------------------- to override
 
@@ -156,14 +154,18 @@ class Actor:
         reply = Reply(future)
         self._open[reply] = None
         self._mailbox.put((msg, reply))
-        timer = None if timeout is None else loop.call_later(timeout, _expire, future, self.name,
-                                                             msg, timeout)
+        if timeout is None:
+            try:
+                return await future
+            finally:
+                self._open.pop(reply, None)
+        deadlines = self.system._deadlines
+        when = deadlines.add(loop, future, self.name, msg, timeout)
         try:
             return await future
         finally:
             self._open.pop(reply, None)
-            if timer is not None:
-                timer.cancel()
+            deadlines.discard(when, future)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -190,9 +192,7 @@ class Actor:
                     name: str | None) -> None:
         """A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per lookup,
         clients one per producer. It is tracked here and cancelled when the actor dies."""
-        task = asyncio.get_running_loop().create_task(self._guard(fn, args), name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(asyncio.get_running_loop().create_task(self._guard(fn, args), name=name))
 
     async def stop(self) -> None:
         """Graceful stop: refuse new messages (queued asks fail with ActorDead), let the current
@@ -284,10 +284,14 @@ class Actor:
             await receive(msg, reply)
 
     async def _guard(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+        # the task forgets itself (no done-callback: one loop callback less per task); a task
+        # cancelled before it ever ran stays in the set, harmlessly, until the actor dies
         try:
             await fn(*args)
         except Exception as exc:
             self._crash(exc)
+        finally:
+            self._tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
 
     # ----------------------------------------------------------------------- death
 
@@ -356,6 +360,9 @@ class ActorSystem:
         self._last_cause: dict[str, str] = {}
         self._tg: TaskGroup | None = None
         self._closed = False
+        self._deadlines = Deadlines()
+        # the clock's reading; bound to the loop's own time() once running on a zero-origin loop
+        self.now: Callable[[], float] = clock.now
 
     def __repr__(self) -> str:
         return f"<ActorSystem {self.name!r} seed={self.seed} actors={len(self._actors)}>"
@@ -367,6 +374,9 @@ class ActorSystem:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
+        loop = asyncio.get_running_loop()
+        if isinstance(loop, ZERO_ORIGIN_LOOPS):  # now() is loop.time(): skip two calls per read
+            self.now = loop.time
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

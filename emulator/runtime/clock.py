@@ -23,7 +23,7 @@ from .wall_loop import ScaledWallEventLoop, _check_speed
 __all__ = ["Clock", "VirtualClock", "WallClock", "run"]
 
 T = TypeVar("T")
-_ZERO_ORIGIN_LOOPS = (VirtualEventLoop, ScaledWallEventLoop)
+ZERO_ORIGIN_LOOPS = (VirtualEventLoop, ScaledWallEventLoop)
 
 
 @runtime_checkable
@@ -58,7 +58,7 @@ class _LoopClock:
             raise RuntimeError(
                 f"{type(self).__name__}.now() reads the running event loop's time: call it from "
                 f"inside the run (emulator.runtime.run(main, clock=clock) or an anyio test)") from None
-        if isinstance(loop, _ZERO_ORIGIN_LOOPS):
+        if isinstance(loop, ZERO_ORIGIN_LOOPS):
             return loop.time()
         origin = self._origins.get(loop)
         if origin is None:
