@@ -25,13 +25,21 @@ Choices where the spec is open (documented here once):
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Callable
 
 import anyio
 import msgspec
 
 import strategies
-from emulator.model.bundles import NamespaceBundles, parse_bundle, split_boundaries, topic_hash, topic_namespace
+from emulator.model.bundles import (
+    NamespaceBundles,
+    parse_bundle,
+    parse_topic,
+    split_boundaries,
+    topic_hash,
+    topic_namespace,
+)
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
     LocalBrokerData,
@@ -262,6 +270,13 @@ class Broker(Actor):
     # ================================================================== lookups
 
     def _on_lookup(self, msg: LookupTopic, reply: Reply) -> None:
+        """Lookups are answered from memory or by a done-callback on the bundle's resolution.
+
+        As Pulsar's handler runs on its I/O thread up to the first asynchronous step, a lookup whose
+        bundle is owned and active here is answered at once, and one whose (bundle, authoritative)
+        resolution is in flight joins it. A task runs per resolution, and per lookup only while its
+        namespace's bundles are being loaded: in a lookup storm nearly every lookup shares a
+        resolution, and a task per waiting lookup used to be most of the cost."""
         stats = self.stats
         stats.lookups += 1
         if stats.pending >= self.conf.max_concurrent_lookup_request:
@@ -276,48 +291,75 @@ class Broker(Actor):
             )
             return
         stats.pending += 1
-        self.start_soon(self._lookup, msg, reply)
-
-    async def _lookup(self, msg: LookupTopic, reply: Reply) -> None:
-        stats = self.stats
         started = self.now
         try:
-            try:
-                result = await self._lookup_topic(msg)
-            except MetadataStoreError as e:
-                raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
-            except (ActorDead, AskTimeout) as e:
-                raise LookupFailure(ServerError.SERVICE_NOT_READY, str(e)) from None
-        except LookupFailure as e:
-            stats.failures += 1
-            response = LookupTopicResponse(LookupType.FAILED, error=e.error, message=e.message)
+            name, namespace = parse_topic(msg.topic)
+        except ValueError as e:
+            self._answer(reply, started, LookupFailure(ServerError.TOPIC_NOT_FOUND, str(e)))
+            return
+        bundles = self._ns_bundles.get(namespace)
+        if bundles is None:
+            self.start_soon(self._lookup_after_load, namespace, name, msg, reply, started)
         else:
-            if result.redirect:
+            self._route_lookup(bundles.bundle_of_full_name(name), msg, reply, started)
+
+    async def _lookup_after_load(self, namespace: str, name: str, msg: LookupTopic, reply: Reply,
+                                 started: float) -> None:
+        try:
+            bundles = await self.namespace_bundles(namespace)
+        except LookupFailure as e:
+            self._answer(reply, started, e)
+        except MetadataStoreError as e:
+            self._answer(reply, started, LookupFailure(ServerError.METADATA_ERROR, str(e)))
+        except BaseException:
+            self.stats.pending -= 1
+            raise
+        else:
+            self._route_lookup(bundles.bundle_of_full_name(name), msg, reply, started)
+
+    def _route_lookup(self, bundle: str, msg: LookupTopic, reply: Reply, started: float) -> None:
+        key = (bundle, msg.authoritative)
+        fut = self._finding.get(key)
+        if fut is None:
+            owned = self.owned.get(bundle)
+            if owned is not None and owned.acquired.done():
+                # an entry whose acquisition finished holds the lock (failures delete the entry)
+                if owned.active:
+                    self._answer(reply, started, _Result(self.broker_id, redirect=False))
+                else:
+                    self._answer(reply, started, LookupFailure(
+                        ServerError.METADATA_ERROR, f"Namespace bundle {bundle} is being unloaded"))
+                return
+            fut = self._finding[key] = asyncio.get_running_loop().create_future()
+            self.start_soon(self._resolve, key, msg.topic.startswith("non-persistent://"), fut)
+        fut.add_done_callback(functools.partial(self._answer_shared, reply, started))
+
+    def _answer_shared(self, reply: Reply, started: float, fut: asyncio.Future[_Result]) -> None:
+        # _resolve sets a _Result or a LookupFailure, never cancels
+        self._answer(reply, started, fut.exception() or fut.result())
+
+    def _answer(self, reply: Reply, started: float, outcome: _Result | BaseException) -> None:
+        stats = self.stats
+        stats.pending -= 1
+        stats.lookup_seconds += self.now - started
+        if isinstance(outcome, _Result):
+            if outcome.redirect:
                 stats.redirects += 1
                 kind = LookupType.REDIRECT
             else:
                 stats.answers += 1
                 kind = LookupType.CONNECT
-            response = LookupTopicResponse(
+            reply.ok(LookupTopicResponse(
                 kind,
-                broker_service_url=service_url_of(result.broker_id),
-                broker_id=result.broker_id,
-                authoritative=result.authoritative,
-            )
-        finally:
-            stats.pending -= 1
-            stats.lookup_seconds += self.now - started
-        reply.ok(response)
-
-    async def _lookup_topic(self, msg: LookupTopic) -> _Result:
-        try:
-            namespace = topic_namespace(msg.topic)
-        except ValueError as e:
-            raise LookupFailure(ServerError.TOPIC_NOT_FOUND, str(e)) from None
-        bundles = await self.namespace_bundles(namespace)
-        bundle = bundles.find_bundle(msg.topic)
-        non_persistent = msg.topic.startswith("non-persistent://")
-        return await self._find_broker_service_url(bundle, msg.authoritative, non_persistent)
+                broker_service_url=service_url_of(outcome.broker_id),
+                broker_id=outcome.broker_id,
+                authoritative=outcome.authoritative,
+            ))
+            return
+        stats.failures += 1
+        assert isinstance(outcome, LookupFailure), outcome
+        reply.ok(LookupTopicResponse(LookupType.FAILED, error=outcome.error,
+                                     message=outcome.message))
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         """NamespaceBundleFactory: cached ranges, read from /admin/local-policies, refreshed by watch.
@@ -357,25 +399,26 @@ class Broker(Actor):
         self._ns_invalidated.discard(namespace)
         return bundles
 
-    async def _find_broker_service_url(
-        self, bundle: str, authoritative: bool, non_persistent: bool
-    ) -> _Result:
-        key = (bundle, authoritative)
-        shared = self._finding.get(key)
-        if shared is not None:
-            return await asyncio.shield(shared)
-        fut: asyncio.Future[_Result] = asyncio.get_running_loop().create_future()
-        self._finding[key] = fut
+    async def _resolve(self, key: tuple[str, bool], non_persistent: bool,
+                       fut: asyncio.Future[_Result]) -> None:
+        """NamespaceService.findBrokerServiceUrl, shared by the lookups of one (bundle,
+        authoritative) while it runs (Pulsar's findingBundlesAuthoritative/NotAuthoritative maps)."""
+        bundle, authoritative = key
         try:
-            result = await self._find_uncached(bundle, authoritative, non_persistent)
-        except BaseException as e:
-            fut.set_exception(e if isinstance(e, LookupFailure) else LookupFailure(
+            try:
+                result = await self._find_uncached(bundle, authoritative, non_persistent)
+            except MetadataStoreError as e:
+                raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
+            except (ActorDead, AskTimeout) as e:
+                raise LookupFailure(ServerError.SERVICE_NOT_READY, str(e)) from None
+        except LookupFailure as e:
+            fut.set_exception(e)
+        except BaseException:
+            fut.set_exception(LookupFailure(
                 ServerError.SERVICE_NOT_READY, f"lookup of {bundle} interrupted"))
-            fut.exception()  # retrieved: sharing lookups re-raise it themselves
             raise
         else:
             fut.set_result(result)
-            return result
         finally:
             del self._finding[key]
 
@@ -727,26 +770,26 @@ class Broker(Actor):
     def _on_attach(self, msg: Attach, reply: Reply) -> None:
         """ServerCnx handleProducer/handleSubscribe: serve only topics of active bundles owned here."""
         try:
-            namespace = topic_namespace(msg.topic)
+            name, namespace = parse_topic(msg.topic)
         except ValueError as e:
             reply.ok(AttachResult(False, ServerError.TOPIC_NOT_FOUND, str(e)))
             return
         bundles = self._ns_bundles.get(namespace)
         if bundles is None:
-            self.start_soon(self._attach_after_load, namespace, msg, reply)
+            self.start_soon(self._attach_after_load, namespace, name, msg, reply)
             return
-        self._route_attach(bundles, msg, reply)
+        self._route_attach(bundles.bundle_of_full_name(name), msg, reply)
 
-    async def _attach_after_load(self, namespace: str, msg: Attach, reply: Reply) -> None:
+    async def _attach_after_load(self, namespace: str, name: str, msg: Attach,
+                                 reply: Reply) -> None:
         try:
             bundles = await self.namespace_bundles(namespace)
         except LookupFailure as e:
             reply.ok(AttachResult(False, e.error, e.message))
             return
-        self._route_attach(bundles, msg, reply)
+        self._route_attach(bundles.bundle_of_full_name(name), msg, reply)
 
-    def _route_attach(self, bundles: NamespaceBundles, msg: Attach, reply: Reply) -> None:
-        bundle = bundles.find_bundle(msg.topic)
+    def _route_attach(self, bundle: str, msg: Attach, reply: Reply) -> None:
         owned = self.owned.get(bundle)
         if owned is None or not owned.active or owned.actor is None or not owned.actor.alive:
             reply.ok(

@@ -150,7 +150,7 @@ class PulsarClient(Actor):
         self.handles: dict[int, Handle] = {}
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
-        self._lookups: dict[str, asyncio.Future[str]] = {}
+        self._lookups: dict[str, list[asyncio.Future[str]]] = {}
         self.in_flight: dict[int, LookupRecord] = {}
         self.records: list[LookupRecord] = []
         self.stats = ClientStats()
@@ -294,23 +294,30 @@ class PulsarClient(Actor):
         return urls[self._url_index]
 
     async def get_broker(self, topic: str) -> str:
-        """BinaryProtoLookupService.getBroker: the owner's broker id, lookups of a topic shared."""
-        shared = self._lookups.get(topic)
-        if shared is not None:
-            return await asyncio.shield(shared)
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._lookups[topic] = fut
+        """BinaryProtoLookupService.getBroker: the owner's broker id, lookups of a topic shared.
+
+        The first caller runs the lookup; later callers of the same topic wait on futures it
+        resolves (made only for them: most lookups are never shared)."""
+        waiters = self._lookups.get(topic)
+        if waiters is not None:
+            fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            waiters.append(fut)
+            return await fut
+        waiters = self._lookups[topic] = []
         try:
             broker = await self._find_broker(topic)
         except BaseException as e:
-            fut.set_exception(e if isinstance(e, LookupFailed) else LookupFailed("interrupted"))
-            fut.exception()
-            raise
-        else:
-            fut.set_result(broker)
-            return broker
-        finally:
             del self._lookups[topic]
+            error = e if isinstance(e, LookupFailed) else LookupFailed("interrupted")
+            for w in waiters:
+                if not w.done():
+                    w.set_exception(error)
+            raise
+        del self._lookups[topic]
+        for w in waiters:
+            if not w.done():
+                w.set_result(broker)
+        return broker
 
     async def _find_broker(self, topic: str) -> str:
         s = self.settings

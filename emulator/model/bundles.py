@@ -89,6 +89,13 @@ def topic_namespace(topic: str) -> str:
     return _namespace_of_full(full_topic_name(topic), topic)
 
 
+def parse_topic(topic: str) -> tuple[str, str]:
+    """(full name, namespace) of a topic in one parse: what a lookup or an attach needs, and the
+    input of `NamespaceBundles.bundle_of_full_name`."""
+    name = full_topic_name(topic)
+    return name, _namespace_of_full(name, topic)
+
+
 def _namespace_of_full(name: str, topic: str) -> str:
     """`topic_namespace` of a name already in full form (`name`); `topic` is for the message."""
     parts = name[name.index("://") + 3:].split("/", 3)
@@ -296,14 +303,17 @@ class NamespaceBundles:
 
     def find_bundle(self, topic: str) -> str:
         """The bundle owning `topic` (its namespace must be this one); hash of the full topic name."""
-        name = full_topic_name(topic)
-        ns = _namespace_of_full(name, topic)
+        name, ns = parse_topic(topic)
         if ns != self._namespace:
             raise ValueError(
                 f"topic = {topic!r}: belongs to namespace {ns!r}, not {self._namespace!r}"
             )
-        # every lookup and attach lands here: the hash is in range by construction, so skip
-        # find_bundle_by_hash's argument check
+        return self.bundle_of_full_name(name)
+
+    def bundle_of_full_name(self, name: str) -> str:
+        """`find_bundle` for a name `parse_topic` already made full and placed in this namespace
+        (every lookup and attach lands here, so nothing is parsed or checked twice)."""
+        # the hash is in range by construction, so skip find_bundle_by_hash's argument check
         h = zlib.crc32(name.encode("utf-8")) & 0xFFFFFFFF
         b = self._boundaries
         idx = bisect.bisect_right(b, h) - 1

@@ -43,7 +43,9 @@ async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
         before = collections.Counter(cluster.ownership().values())
         assert before[HOT] >= 2
 
-        await anyio.sleep(20 * 60)
+        # (the EMA of usage moves slowly: a bundle LeastLongTermMessageRate sends back to the 1-core
+        # broker can make it hot again for a round or two, so give it 30 minutes)
+        await anyio.sleep(30 * 60)
         # the 1-core broker was shed; every unload came from a broker the shedder saw above
         # avg + 10 % (placement may first pile bundles on the leader, so it can be shed too)
         assert HOT in {d["broker"] for d in unloads}
@@ -71,7 +73,10 @@ async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
         unload = log.of("unload")[0]
         assert unload["bundle_data"]["short_throughput"] > 0
         assert unload["destination"] == unload["trace"]["chosen"] != unload["broker"]
-        assert unload["destination"] in unload["trace"]["candidates"]
+        trace = unload["trace"]
+        # the filtered candidates, or, when the strategy's pick was overloaded, the retry's set
+        assert unload["destination"] in (
+            trace["overload_candidates"] if trace["overload_retry"] else trace["candidates"])
 
 
 def cluster_plans(cluster) -> list[dict]:
