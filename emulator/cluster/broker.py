@@ -52,6 +52,7 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from . import paths
 from .bundle_owner import BundleOwner, Routed
+from .decoded import DecodeCache
 from .events import ClusterEvents
 from .load_source import LoadSource
 from .messages import (
@@ -151,8 +152,11 @@ class Broker(Actor):
         report_interval: float = 5.0,
         close_time: float = 0.0,
         close_time_per_topic: float = 0.0,
+        decoded: DecodeCache | None = None,
     ) -> None:
         super().__init__(broker_id, system)
+        # shared with the cluster's other brokers: what they decode, they only read
+        self.decoded = decoded if decoded is not None else DecodeCache()
         self.broker_id = broker_id
         self.conf = conf
         self.network = network
@@ -393,7 +397,7 @@ class Broker(Actor):
             raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
         if node is None:
             raise LookupFailure(ServerError.TOPIC_NOT_FOUND, f"Namespace {namespace} does not exist")
-        bundles = msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(namespace)
+        bundles = self._decode_bundles(namespace, node.data)
         if namespace not in self._ns_invalidated:
             self._ns_bundles[namespace] = bundles
         self._ns_invalidated.discard(namespace)
@@ -461,6 +465,8 @@ class Broker(Actor):
                 decide_here = True
                 # Pulsar logs this at WARN per lookup; at info here, or a leader drain floods stderr
                 self.log.info("leader not active, deciding locally", bundle=bundle, leader=leader)
+            if not decide_here:
+                self._local_lm = None  # a leader decides again: free the local view (see _select_locally)
             if decide_here:
                 candidate = await self._get_least_loaded(bundle, non_persistent)
                 if candidate is None:
@@ -488,6 +494,12 @@ class Broker(Actor):
         return await self._select_locally(bundle, non_persistent)
 
     async def _select_locally(self, bundle: str, non_persistent: bool) -> str | None:
+        """A follower's own ModularLoadManager, used while no leader is active.
+
+        Pulsar's followers keep their load manager's view up to date all the time; here it is
+        built on the first local decision, refreshed at most once per report interval, and dropped
+        when a leader decides again (a hundred followers' views of every bundle would not fit in
+        memory): a view rebuilt after a gap starts its bundle averages afresh."""
         from .modular_load_manager import ModularLoadManager
 
         now = self.now
@@ -504,7 +516,9 @@ class Broker(Actor):
             for b in available:
                 node = await self.md.get(paths.broker_path(b))
                 reports[b] = (
-                    None if node is None else msgspec.json.decode(node.data, type=LocalBrokerData)
+                    None if node is None else self.decoded.get(
+                        "report:" + b, node.data,
+                        functools.partial(msgspec.json.decode, type=LocalBrokerData))
                 )
             self._local_lm.update_all(available, reports, self.owned_bundle_names())
             self._local_lm_time = now
@@ -575,8 +589,13 @@ class Broker(Actor):
         node = await self.md.get(paths.local_policies_path(namespace))
         if node is None:
             return False
-        return msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(
-            namespace).contains(bundle)
+        return self._decode_bundles(namespace, node.data).contains(bundle)
+
+    def _decode_bundles(self, namespace: str, data: bytes) -> NamespaceBundles:
+        """A namespace's bundle ranges from its /admin/local-policies bytes (decoded once per
+        distinct value in the cluster: every acquisition re-validates against them)."""
+        return self.decoded.get("bundles:" + namespace, data, lambda raw: msgspec.json.decode(
+            raw, type=LocalPolicies).to_namespace_bundles(namespace))
 
     def owned_bundle_names(self) -> list[str]:
         return [b for b, o in self.owned.items() if o.active]

@@ -21,6 +21,7 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Clock, R
 from . import paths
 from .broker import Broker, LeaderBroker
 from .client import ClientSettings, PulsarClient
+from .decoded import DecodeCache
 from .events import ClusterEvents
 from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
@@ -56,6 +57,7 @@ class Cluster:
         self.load_source = load_source
         self.events = ClusterEvents(system.clock)
         self.network = Network(latency=settings.network_latency)
+        self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, PulsarClient] = {}
         self.store = MetadataStore(
@@ -152,6 +154,7 @@ class Cluster:
             report_interval=self.settings.report_interval,
             close_time=self.settings.bundle_close_time,
             close_time_per_topic=self.settings.topic_close_time,
+            decoded=self.decoded,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)
