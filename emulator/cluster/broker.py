@@ -185,7 +185,9 @@ class Broker(Actor):
         self._ns_loading: dict[str, asyncio.Future[NamespaceBundles]] = {}
         self._ns_invalidated: set[str] = set()   # changed while a read was in flight: don't cache it
         self.owned: dict[str, OwnedBundle] = {}
-        self._finding: dict[tuple[str, bool], asyncio.Future[_Result]] = {}
+        # (bundle, authoritative) -> the lookups waiting on its resolution: (reply, started)
+        self._finding: dict[tuple[str, bool], list[tuple[Reply, float]]] = {}
+        self._responses: dict[_Result, LookupTopicResponse] = {}
         # load reporting
         self.local_data = LocalBrokerData(
             web_service_url=self.web_url,
@@ -323,8 +325,8 @@ class Broker(Actor):
 
     def _route_lookup(self, bundle: str, msg: LookupTopic, reply: Reply, started: float) -> None:
         key = (bundle, msg.authoritative)
-        fut = self._finding.get(key)
-        if fut is None:
+        waiters = self._finding.get(key)
+        if waiters is None:
             owned = self.owned.get(bundle)
             if owned is not None and owned.acquired.done():
                 # an entry whose acquisition finished holds the lock (failures delete the entry)
@@ -334,13 +336,9 @@ class Broker(Actor):
                     self._answer(reply, started, LookupFailure(
                         ServerError.METADATA_ERROR, f"Namespace bundle {bundle} is being unloaded"))
                 return
-            fut = self._finding[key] = asyncio.get_running_loop().create_future()
-            self.start_soon(self._resolve, key, msg.topic.startswith("non-persistent://"), fut)
-        fut.add_done_callback(functools.partial(self._answer_shared, reply, started))
-
-    def _answer_shared(self, reply: Reply, started: float, fut: asyncio.Future[_Result]) -> None:
-        # _resolve sets a _Result or a LookupFailure, never cancels
-        self._answer(reply, started, fut.exception() or fut.result())
+            waiters = self._finding[key] = []
+            self.start_soon(self._resolve, key, msg.topic.startswith("non-persistent://"), waiters)
+        waiters.append((reply, started))
 
     def _answer(self, reply: Reply, started: float, outcome: _Result | BaseException) -> None:
         stats = self.stats
@@ -349,16 +347,17 @@ class Broker(Actor):
         if isinstance(outcome, _Result):
             if outcome.redirect:
                 stats.redirects += 1
-                kind = LookupType.REDIRECT
             else:
                 stats.answers += 1
-                kind = LookupType.CONNECT
-            reply.ok(LookupTopicResponse(
-                kind,
-                broker_service_url=service_url_of(outcome.broker_id),
-                broker_id=outcome.broker_id,
-                authoritative=outcome.authoritative,
-            ))
+            response = self._responses.get(outcome)
+            if response is None:  # responses are immutable: one per (broker, redirect, authoritative)
+                response = self._responses[outcome] = LookupTopicResponse(
+                    LookupType.REDIRECT if outcome.redirect else LookupType.CONNECT,
+                    broker_service_url=service_url_of(outcome.broker_id),
+                    broker_id=outcome.broker_id,
+                    authoritative=outcome.authoritative,
+                )
+            reply.ok(response)
             return
         stats.failures += 1
         assert isinstance(outcome, LookupFailure), outcome
@@ -404,27 +403,30 @@ class Broker(Actor):
         return bundles
 
     async def _resolve(self, key: tuple[str, bool], non_persistent: bool,
-                       fut: asyncio.Future[_Result]) -> None:
+                       waiters: list[tuple[Reply, float]]) -> None:
         """NamespaceService.findBrokerServiceUrl, shared by the lookups of one (bundle,
-        authoritative) while it runs (Pulsar's findingBundlesAuthoritative/NotAuthoritative maps)."""
+        authoritative) while it runs (Pulsar's findingBundlesAuthoritative/NotAuthoritative maps);
+        every waiter is answered here, with no callback or task of its own."""
         bundle, authoritative = key
+        outcome: _Result | LookupFailure
         try:
             try:
-                result = await self._find_uncached(bundle, authoritative, non_persistent)
+                outcome = await self._find_uncached(bundle, authoritative, non_persistent)
             except MetadataStoreError as e:
                 raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
             except (ActorDead, AskTimeout) as e:
                 raise LookupFailure(ServerError.SERVICE_NOT_READY, str(e)) from None
         except LookupFailure as e:
-            fut.set_exception(e)
+            outcome = e
         except BaseException:
-            fut.set_exception(LookupFailure(
-                ServerError.SERVICE_NOT_READY, f"lookup of {bundle} interrupted"))
-            raise
-        else:
-            fut.set_result(result)
-        finally:
             del self._finding[key]
+            failure = LookupFailure(ServerError.SERVICE_NOT_READY, f"lookup of {bundle} interrupted")
+            for reply, started in waiters:
+                self._answer(reply, started, failure)
+            raise
+        del self._finding[key]
+        for reply, started in waiters:
+            self._answer(reply, started, outcome)
 
     async def _find_uncached(self, bundle: str, authoritative: bool, non_persistent: bool) -> _Result:
         owned = self.owned.get(bundle)
