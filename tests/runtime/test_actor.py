@@ -105,6 +105,48 @@ async def test_ask_times_out_on_the_virtual_clock():
         assert calc.alive
 
 
+async def test_asks_with_one_deadline_share_a_timer_and_expire_alone():
+    class Holder(Actor):
+        """Answers "now" at once and keeps every other ask's reply for later."""
+
+        def __init__(self, name, system):
+            super().__init__(name, system)
+            self.held = []
+
+        async def receive(self, msg, reply):
+            if msg == "now":
+                reply.ok("now")
+            else:
+                self.held.append(reply)
+
+    async with make_system() as system:
+        holder = system.spawn(Holder("holder", system))
+        outcomes = {}
+
+        async def ask(tag):
+            try:
+                outcomes[tag] = (await holder.ask(tag, timeout=5.0), anyio.current_time())
+            except AskTimeout:
+                outcomes[tag] = ("timeout", anyio.current_time())
+
+        start = anyio.current_time()
+        async with anyio.create_task_group() as tg:
+            for tag in ("a", "b", "now", "c"):
+                tg.start_soon(ask, tag)
+            await anyio.sleep(1)
+            assert len(system._deadlines) == 3  # "now" was answered and left its deadline
+            holder.held[1].ok("b answered")      # answered before the shared deadline
+        assert outcomes["now"] == ("now", start)
+        assert outcomes["b"] == ("b answered", start + 1)
+        assert outcomes["a"] == outcomes["c"] == ("timeout", start + 5)
+        assert len(system._deadlines) == 0
+        # every ask answered before its deadline: the shared timer is cancelled, the clock stays
+        assert await holder.ask("now", timeout=30.0) == "now"
+        t = anyio.current_time()
+        await anyio.sleep(0)
+        assert len(system._deadlines) == 0 and anyio.current_time() == t
+
+
 async def test_late_reply_after_a_timeout_is_dropped():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
