@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-format", choices=("console", "json"), default="console")
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
                      help="log level on stderr (info shows the decision log); default warning")
+    run.add_argument("--check-interval", default="10s", metavar="DURATION",
+                     help="emulated time between invariant checks (default 10s; one more at the end)")
     run.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
     run.set_defaults(func=cmd_run)
 
@@ -179,6 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         monitor_interval=(parse_duration(args.monitor_interval, flag="--monitor-interval")
                           if args.monitor_interval else None),
         progress=not args.quiet and args.clock == "virtual" and sys.stderr.isatty(),
+        check_interval=parse_duration(args.check_interval, flag="--check-interval"),
     )
     from emulator.runtime import VirtualClock
 

@@ -98,6 +98,8 @@ def test_bad_scenario_files_give_one_line_and_exit_2(tmp_path, case):
     (["run", "--broker-conf", "/nonexistent/broker.conf"], "/nonexistent/broker.conf"),
     (["run", "no-such-scenario"], "no-such-scenario"),
     (["run", "--speed", "-3"], "--speed = '-3'"),
+    (["run", "--check-interval", "0s"], "--check-interval = '0s'"),
+    (["run", "--check-interval", "often"], "--check-interval = 'often'"),
     (["scenarios", "show", "nope"], "nope"),
 ])
 def test_bad_flags_exit_2_with_one_line_and_no_traceback(args, needle):
