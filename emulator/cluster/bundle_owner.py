@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from emulator.runtime import Actor, ActorSystem, Reply
 
-from .load_source import TopicLoad
+from .load_source import TopicLoad, TopicTable
 from .messages import Attach, AttachResult, CloseHandle, CloseTopics, Detach, HandleKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,7 +35,8 @@ class BundleOwner(Actor):
         self.network = network
         self.close_time = close_time
         self.close_time_per_topic = close_time_per_topic
-        self.topics: dict[str, TopicLoad] = {}
+        # versioned: every change below bumps topics.version (the load source caches per version)
+        self.topics = TopicTable()
         # (client, handle id) per topic, so a duplicate attach after a reconnect is idempotent
         self._handles: dict[str, set[tuple[str, int, HandleKind]]] = {}
 
@@ -60,10 +61,12 @@ class BundleOwner(Actor):
         load = self.topics.get(msg.topic)
         if load is None:
             load = self.topics[msg.topic] = TopicLoad()
+            self.topics.version += 1
         key = (msg.client, msg.handle_id, msg.kind)
         if key in handles:
             return
         handles.add(key)
+        self.topics.version += 1
         if msg.kind is HandleKind.PRODUCER:
             load.producers += 1
         else:
@@ -75,6 +78,7 @@ class BundleOwner(Actor):
         if not handles or key not in handles:
             return
         handles.discard(key)
+        self.topics.version += 1
         load = self.topics[msg.topic]
         if msg.kind is HandleKind.PRODUCER:
             load.producers -= 1
@@ -98,6 +102,7 @@ class BundleOwner(Actor):
             if actor is not None:
                 actor.tell(CloseHandle(topic, hid, kind))
         self.topics.clear()
+        self.topics.version += 1
         self._handles.clear()
         return n
 
@@ -107,6 +112,8 @@ class BundleOwner(Actor):
         for topic in [t for t in self.topics if contains(t)]:
             child.topics[topic] = self.topics.pop(topic)
             child._handles[topic] = self._handles.pop(topic, set())
+        self.topics.version += 1
+        child.topics.version += 1
 
     def handles(self) -> list[tuple[str, str, int, HandleKind]]:
         """(topic, client, handle id, kind) of everything attached, in a stable order."""

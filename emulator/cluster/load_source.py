@@ -22,6 +22,21 @@ class TopicLoad(msgspec.Struct):
     consumers: int = 0
 
 
+class TopicTable(dict[str, TopicLoad]):
+    """A bundle owner's topics (topic -> TopicLoad) with a `version` the owner bumps on every change:
+    a topic added or removed, a producer or consumer attached or detached.
+
+    Brokers hand these to the load source every report interval (5 s), and a bundle's topics rarely
+    change between two reports, so a load source may keep what it derived from a table for as long as
+    the version is the same. Only `BundleOwner` changes a table, and it bumps the version each time."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+
+
 class SystemUsage(msgspec.Struct):
     cpu: ResourceUsage
     memory: ResourceUsage

@@ -43,6 +43,8 @@ Positive = Annotated[float, msgspec.Meta(gt=0)]
 
 MIB = 1024.0 * 1024.0
 US_PER_S = 1_000_000.0
+_NOISE_BLOCK = 64
+"""Reports' worth of noise drawn at once per broker."""
 
 
 class ResourceModelConstants(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -201,6 +203,9 @@ class ResourceModel:
         self.conf = conf
         self._capacity: dict[str, BrokerCapacity] = dict(capacities or {})
         self._noise: dict[str, np.random.Generator] = {}
+        # standard normals drawn ahead, per broker: a Generator gives the same sequence in blocks as
+        # three at a time, and one call per block instead of one per report is a third of a report
+        self._drawn: dict[str, list[float]] = {}
 
     def capacity(self, broker_id: str) -> BrokerCapacity:
         return self._capacity.get(broker_id, self.default)
@@ -219,14 +224,17 @@ class ResourceModel:
 
     def _noise_multipliers(self, broker_id: str) -> tuple[float, float, float]:
         k = self.constants
-        gen = self._noise.get(broker_id)
-        if gen is None:
-            gen = self._noise[broker_id] = np.random.default_rng(
-                derive_seed(self.seed, f"resources/{broker_id}"))
-        z = gen.standard_normal(3)
-        return (max(0.0, 1.0 + k.noise_cpu * float(z[0])),
-                max(0.0, 1.0 + k.noise_memory * float(z[1])),
-                max(0.0, 1.0 + k.noise_bandwidth * float(z[2])))
+        drawn = self._drawn.get(broker_id)
+        if not drawn:
+            gen = self._noise.get(broker_id)
+            if gen is None:
+                gen = self._noise[broker_id] = np.random.default_rng(
+                    derive_seed(self.seed, f"resources/{broker_id}"))
+            drawn = self._drawn[broker_id] = gen.standard_normal(3 * _NOISE_BLOCK).tolist()[::-1]
+        z0, z1, z2 = drawn.pop(), drawn.pop(), drawn.pop()
+        return (max(0.0, 1.0 + k.noise_cpu * z0),
+                max(0.0, 1.0 + k.noise_memory * z1),
+                max(0.0, 1.0 + k.noise_bandwidth * z2))
 
     def usage(self, broker_id: str, traffic: BrokerTraffic) -> SystemUsage:
         override = getattr(self.conf, "load_balancer_override_broker_nic_speed_gbps", None)

@@ -9,8 +9,11 @@ import msgspec
 import pytest
 
 from emulator.cluster import paths
+from emulator.cluster.bundle_owner import BundleOwner
 from emulator.cluster.load_source import FlatLoad
+from emulator.cluster.messages import Attach, Detach, HandleKind
 from emulator.model.loaddata import BundleData, LocalBrokerData
+from emulator.runtime import ActorSystem, VirtualClock
 from emulator.testing import emulated_cluster
 
 NS = "public/default"
@@ -107,3 +110,46 @@ async def test_a_new_leader_rebuilds_its_view_from_the_store():
         lm = cluster.brokers[new].leader_actor.lm
         assert set(lm.persisted_bundle_data) == {p[len(paths.BUNDLE_DATA) + 1:] for p in written}
         assert set(lm.load_data.broker_data) == set(cluster.live_brokers())
+
+
+def test_a_bundle_owners_topic_table_changes_version_with_every_change():
+    """The load source keeps per-bundle arrays while the version stays: every change must bump it."""
+    system = ActorSystem(1, VirtualClock())
+    owner = BundleOwner("o", system, bundle=f"{NS}/0x00000000_0x80000000", broker_id="b")
+    child = BundleOwner("c", system, bundle=f"{NS}/0x40000000_0x80000000", broker_id="b")
+    table = owner.topics
+    versions = [table.version]
+
+    def changed() -> bool:
+        versions.append(table.version)
+        return versions[-1] > versions[-2]
+
+    p = Attach(topic="persistent://public/default/a", client="c1", handle_id=1, kind=HandleKind.PRODUCER)
+    owner._attach(p)
+    assert changed() and table["persistent://public/default/a"].producers == 1
+    owner._attach(p)                                   # a duplicate attach changes nothing
+    assert not changed()
+    owner._attach(Attach(topic="persistent://public/default/a", client="c1", handle_id=2,
+                         kind=HandleKind.CONSUMER))
+    assert changed()
+    owner._detach(Detach(topic="persistent://public/default/a", client="c1", handle_id=2,
+                         kind=HandleKind.CONSUMER))
+    assert changed() and table["persistent://public/default/a"].consumers == 0
+    child_version = child.topics.version
+    owner.hand_over(child, lambda t: True)
+    assert changed() and child.topics.version > child_version and not table
+
+
+@pytest.mark.anyio
+async def test_unloading_a_bundle_empties_its_table_under_a_new_version():
+    async with emulated_cluster(2, seed=33, namespaces={NS: 1}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(4))
+        await cluster.wait_until(lambda: client.connected_count() == 4)
+        (broker_id, owned), = [(b, o) for b, br in cluster.brokers.items() for o in br.owned.values()
+                               if o.active]
+        table = owned.actor.topics
+        before = table.version
+        assert len(table) == 4 and before >= 8          # 4 topics added, 4 producers attached
+        await cluster.brokers[broker_id].unload_bundle(owned.bundle)
+        assert not table and table.version > before

@@ -153,3 +153,18 @@ def test_broker_traffic_sums_bundle_stats():
 def test_traffic_model_rejects_mismatched_arrays():
     with pytest.raises(ValueError, match=r"base_rate has shape \(2,\), msg_size \(1,\)"):
         TrafficModel(["x"], np.zeros(2), np.zeros(1))
+
+
+def test_noise_drawn_ahead_is_the_three_at_a_time_stream():
+    """Normals are drawn in blocks; each report must still get the next three of its broker's stream."""
+    from emulator.runtime import derive_seed
+
+    k = ResourceModelConstants()
+    model = ResourceModel(k, seed=9)
+    for broker in ("broker-1:8080", "broker-2:8080"):
+        gen = np.random.default_rng(derive_seed(9, f"resources/{broker}"))
+        for _ in range(150):
+            z = gen.standard_normal(3)
+            want = (max(0.0, 1.0 + k.noise_cpu * float(z[0])), max(0.0, 1.0 + k.noise_memory * float(z[1])),
+                    max(0.0, 1.0 + k.noise_bandwidth * float(z[2])))
+            assert model._noise_multipliers(broker) == want

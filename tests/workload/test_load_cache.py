@@ -1,0 +1,82 @@
+"""The load source's per-broker arrays, kept while the bundle owners' topic tables keep their version,
+give exactly (not approximately) the floats of the plain one-pass computation, through attaches,
+detaches, reconnects, unloads, splits and crashes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from emulator.cluster.load_source import TopicLoad, TopicTable
+from emulator.workload import library
+from emulator.workload.load import WorkloadLoadSource, bundle_sums
+
+from tests.workload.harness import observed
+
+MIN = 60.0
+
+
+class _Traffic:
+    """The three things the load source reads of a TrafficModel."""
+
+    def __init__(self, rates: np.ndarray, msg_size: np.ndarray, index: dict[str, int]) -> None:
+        self._rates, self.msg_size, self.index = rates, msg_size, index
+
+    def rates(self, now: float) -> np.ndarray:
+        return self._rates
+
+
+def _plain(src: WorkloadLoadSource, now: float, bundles: Any) -> Any:
+    t = src.traffic
+    return bundle_sums(t.rates(now), t.msg_size, t.index, {b: dict(topics) for b, topics in bundles.items()})
+
+
+def test_versioned_tables_give_the_plain_sums_bit_for_bit_as_they_change():
+    rng = random.Random(11)
+    names = [f"persistent://a/x/t{i}" for i in range(400)]
+    traffic = _Traffic(np.array([rng.uniform(0, 100) for _ in names]),
+                       np.array([float(rng.choice([100, 1024, 4096])) for _ in names]),
+                       {t: i for i, t in enumerate(names)})
+    src = WorkloadLoadSource(traffic, None)  # type: ignore[arg-type]
+    bundles = {f"a/x/b{b}": TopicTable() for b in range(5)}
+    for step in range(300):
+        table = bundles[rng.choice(list(bundles))]
+        topic = rng.choice(names + ["persistent://a/x/unknown"])
+        load = table.setdefault(topic, TopicLoad())
+        if rng.random() < 0.5:
+            load.producers = max(0, load.producers + rng.choice([-1, 1]))
+        else:
+            load.consumers = max(0, load.consumers + rng.choice([-1, 1, 1, 2]))
+        if rng.random() < 0.05:
+            del table[topic]
+        if rng.random() < 0.03:   # a bundle unloaded and owned again: a new table
+            bundles[rng.choice(list(bundles))] = TopicTable()
+        table.version += 1
+        for _ in range(2):        # the second call reads the cached arrays
+            assert src.bundle_stats("broker-1", 0.0, bundles) == _plain(src, 0.0, bundles), step
+    assert src.bundle_stats("broker-1", 0.0, {}) == {}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name, minutes", [("hot-topic", 12), ("broker-crash", 8)])
+async def test_every_report_of_a_scenario_equals_the_plain_computation(monkeypatch, name, minutes):
+    cached = WorkloadLoadSource.bundle_stats
+    calls = {"tables": 0, "hits": 0}
+
+    def checked(self: WorkloadLoadSource, broker_id: str, now: float, bundles: Any) -> Any:
+        before = self._brokers.get(broker_id)
+        got = cached(self, broker_id, now, bundles)
+        assert got == _plain(self, now, bundles), (broker_id, now)
+        if bundles and all(type(t) is TopicTable for t in bundles.values()):
+            calls["tables"] += 1
+            calls["hits"] += self._brokers.get(broker_id) is before
+        return got
+
+    monkeypatch.setattr(WorkloadLoadSource, "bundle_stats", checked)
+    async with observed(library.load(name), check_interval=10.0) as run:
+        await run.sleep_until(minutes * MIN)
+        assert run.summary().handles_connected > 0
+    assert calls["tables"] > 100 and calls["hits"] > calls["tables"] // 2, calls
