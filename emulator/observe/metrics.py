@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -276,6 +276,84 @@ class _Tally:
         return value
 
 
+class _Kinds(NamedTuple):
+    """The family classes a collect builds with."""
+
+    gauge: Any
+    counter: Any
+    summary: Any
+    histogram: Any
+
+
+SeriesKey = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""(sample name, label names, label values): one series, as the recorder files it."""
+
+
+class _GaugeRows:
+    """The recorder's stand-in for GaugeMetricFamily: the samples prometheus_client would make, with
+    the same names, label values and values in the same order, as `(SeriesKey, value)` rows: no
+    Sample tuple or label dict per sample, since a recorder block is ~500 samples every 10 s."""
+
+    __slots__ = ("name", "labelnames", "rows")
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str] = ()) -> None:
+        self.name = name
+        self.labelnames = tuple(labels)
+        self.rows: list[tuple[SeriesKey, Any]] = []
+
+    def add_metric(self, labels: Sequence[str], value: Any) -> None:
+        self.rows.append(((self.name, self.labelnames, tuple(labels)), value))
+
+
+class _CounterRows(_GaugeRows):
+    """CounterMetricFamily: the family name loses a `_total` suffix, its sample is `<name>_total`."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str] = ()) -> None:
+        super().__init__(name[:-6] if name.endswith("_total") else name, documentation, labels)
+
+    def add_metric(self, labels: Sequence[str], value: Any, created: float | None = None) -> None:
+        key_labels = tuple(labels)
+        self.rows.append(((self.name + "_total", self.labelnames, key_labels), value))
+        if created is not None:
+            self.rows.append(((self.name + "_created", self.labelnames, key_labels), created))
+
+
+class _SummaryRows(_GaugeRows):
+    """SummaryMetricFamily without quantiles: `<name>_count` then `<name>_sum`."""
+
+    __slots__ = ()
+
+    def add_metric(self, labels: Sequence[str], count_value: Any, sum_value: Any) -> None:  # type: ignore[override]
+        key_labels = tuple(labels)
+        self.rows.append(((self.name + "_count", self.labelnames, key_labels), count_value))
+        self.rows.append(((self.name + "_sum", self.labelnames, key_labels), sum_value))
+
+
+class _HistogramRows(_GaugeRows):
+    """HistogramMetricFamily: `<name>_bucket` per bucket (label `le` last), then `_count` (the +Inf
+    bucket) and `_sum` unless a bucket bound is negative or there is no sum."""
+
+    __slots__ = ()
+
+    def add_metric(self, labels: Sequence[str], buckets: Sequence[tuple[str, float]],  # type: ignore[override]
+                   sum_value: Any) -> None:
+        key_labels = tuple(labels)
+        # prometheus_client pairs the label names with the values (zip: the shorter wins), then adds le
+        paired = key_labels[:len(self.labelnames)]
+        names = self.labelnames[:len(paired)] + ("le",)
+        for bucket, value in buckets:
+            self.rows.append(((self.name + "_bucket", names, paired + (bucket,)), value))
+        if float(buckets[0][0]) >= 0 and sum_value is not None:
+            self.rows.append(((self.name + "_count", self.labelnames, key_labels), buckets[-1][1]))
+            self.rows.append(((self.name + "_sum", self.labelnames, key_labels), sum_value))
+
+
+_PROMETHEUS = _Kinds(GaugeMetricFamily, CounterMetricFamily, SummaryMetricFamily, HistogramMetricFamily)
+_ROWS = _Kinds(_GaugeRows, _CounterRows, _SummaryRows, _HistogramRows)
+
+
 class _ClusterCollector:
     """Builds every family from the cluster's state and the tally; see the module docstring."""
 
@@ -284,6 +362,11 @@ class _ClusterCollector:
         self.tally = tally
 
     def collect(self) -> Iterator[Any]:
+        return self.families(_PROMETHEUS)
+
+    def families(self, k: "_Kinds") -> Iterator[Any]:
+        """Every family, built with `k`'s classes: prometheus_client's for scrapes, `_ROWS` for the
+        recorder (same samples, fewer objects)."""
         cluster, tally = self.cluster, self.tally
         name = cluster.name
         now = cluster.system.clock.now()
@@ -292,23 +375,25 @@ class _ClusterCollector:
         leader = cluster.leader()
         B = ("cluster", "broker")
 
-        t = GaugeMetricFamily("pulsar_lb_emulator_time_seconds", "Emulated time since the run started, s",
-                              labels=("cluster",))
+        t = k.gauge("pulsar_lb_emulator_time_seconds", "Emulated time since the run started, s",
+                    labels=("cluster",))
         t.add_metric((name,), now)
         yield t
 
         # --- load balancing (ModularLoadManagerImpl.updateLoadBalancingMetrics) -------------------
         for metric_name, attr, doc in _USAGES:
-            g = GaugeMetricFamily(metric_name, doc, labels=("cluster", "broker", "metric"))
+            g = k.gauge(metric_name, doc, labels=("cluster", "broker", "metric"))
             for broker_id, broker in live:
                 g.add_metric((name, broker_id, "loadBalancing"),
                              getattr(broker.local_data, attr).percent_usage())
             yield g
-        g = GaugeMetricFamily("pulsar_lb_emulator_broker_max_usage",
-                              "Weighted max resource usage the load manager uses "
-                              "(getMaxResourceUsageWithWeight), percent", labels=B)
+        g = k.gauge("pulsar_lb_emulator_broker_max_usage",
+                    "Weighted max resource usage the load manager uses "
+                    "(getMaxResourceUsageWithWeight), percent", labels=B)
+        weights = conf.resource_weights     # what weighted_max_usage(conf) reads, once per collect
         for broker_id, broker in live:
-            g.add_metric((name, broker_id), broker.local_data.weighted_max_usage(conf) * 100.0)
+            g.add_metric((name, broker_id),
+                         broker.local_data.max_resource_usage_with_weight(*weights) * 100.0)
         yield g
 
         unload = ("cluster", "metric")
@@ -317,16 +402,16 @@ class _ClusterCollector:
                  "Brokers that had bundles unloaded, once per shedding cycle (Pulsar types it gauge)"),
                 ("pulsar_lb_unload_bundle_total", tally.unload_bundles,
                  "Bundles unloaded by the shedding loop (Pulsar types it gauge)")):
-            g = GaugeMetricFamily(metric_name, doc, labels=unload)
+            g = k.gauge(metric_name, doc, labels=unload)
             g.add_metric((name, "bundleUnloading"), value)
             yield g
-        g = GaugeMetricFamily("pulsar_lb_bundles_split_total",
-                              "Bundles split by the leader's split check (Pulsar types it gauge)", labels=unload)
+        g = k.gauge("pulsar_lb_bundles_split_total",
+                    "Bundles split by the leader's split check (Pulsar types it gauge)", labels=unload)
         g.add_metric((name, "bundlesSplit"), tally.splits)
         yield g
 
         if conf.expose_bundles_metrics_in_prometheus:
-            yield from self._bundle_families(name, live)
+            yield from self._bundle_families(k, name, live)
 
         # --- broker totals (NamespaceStatsAggregator.printBrokerStats) ---------------------------
         for metric_name, doc, get in (
@@ -345,21 +430,21 @@ class _ClusterCollector:
                  lambda br: sum(1 for o in br.owned.values() if o.active)),
                 ("pulsar_lb_emulator_is_leader", "1 on the broker holding /loadbalance/leader",
                  lambda br: 1.0 if br.broker_id == leader else 0.0)):
-            g = GaugeMetricFamily(metric_name, doc, labels=B)
+            g = k.gauge(metric_name, doc, labels=B)
             for broker_id, broker in live:
                 g.add_metric((name, broker_id), get(broker))
             yield g
 
         # --- lookups (NamespaceService, BrokerService) ------------------------------------------
-        summary = SummaryMetricFamily("pulsar_broker_lookup", "Latency of lookups (getBrokerServiceUrlAsync), ms",
-                                      labels=B)
-        answers = CounterMetricFamily("pulsar_broker_lookup_answers", "Lookups answered with an owner", labels=B)
-        redirects = CounterMetricFamily("pulsar_broker_lookup_redirects", "Lookups answered with a redirect",
-                                        labels=B)
-        failures = CounterMetricFamily("pulsar_broker_lookup_failures", "Lookups that failed", labels=B)
-        rejected = CounterMetricFamily("pulsar_lb_emulator_lookup_rejected",
-                                       "Lookups refused with TooManyRequests (maxConcurrentLookupRequest)", labels=B)
-        pending = GaugeMetricFamily("pulsar_broker_lookup_pending_requests", "Lookups in flight", labels=B)
+        summary = k.summary("pulsar_broker_lookup", "Latency of lookups (getBrokerServiceUrlAsync), ms",
+                            labels=B)
+        answers = k.counter("pulsar_broker_lookup_answers", "Lookups answered with an owner", labels=B)
+        redirects = k.counter("pulsar_broker_lookup_redirects", "Lookups answered with a redirect",
+                              labels=B)
+        failures = k.counter("pulsar_broker_lookup_failures", "Lookups that failed", labels=B)
+        rejected = k.counter("pulsar_lb_emulator_lookup_rejected",
+                             "Lookups refused with TooManyRequests (maxConcurrentLookupRequest)", labels=B)
+        pending = k.gauge("pulsar_broker_lookup_pending_requests", "Lookups in flight", labels=B)
         for broker_id, broker in live:
             s = broker.stats
             failed = s.failures - s.too_many
@@ -373,13 +458,13 @@ class _ClusterCollector:
             pending.add_metric(labels, s.pending)
         yield from (summary, answers, redirects, failures, rejected, pending)
 
-        assign = SummaryMetricFamily("pulsar_broker_load_manager_bundle_assigment",
-                                     "Latency of selectBrokerForAssignment, ms (Pulsar's spelling)", labels=B)
+        assign = k.summary("pulsar_broker_load_manager_bundle_assigment",
+                           "Latency of selectBrokerForAssignment, ms (Pulsar's spelling)", labels=B)
         for decider in sorted(tally.assignments):
             assign.add_metric((name, decider), count_value=tally.assignments[decider], sum_value=0.0)
         yield assign
 
-        loads = SummaryMetricFamily("pulsar_topic_load_times", "Topic load latency, ms", labels=B)
+        loads = k.summary("pulsar_topic_load_times", "Topic load latency, ms", labels=B)
         for broker_id, _ in live:
             loads.add_metric((name, broker_id), count_value=tally.topic_loads.get(broker_id, 0), sum_value=0.0)
         yield loads
@@ -387,18 +472,18 @@ class _ClusterCollector:
         # --- emulator additions -----------------------------------------------------------------
         C = ("cluster",)
         for family, metric_name, doc, value in (
-                (CounterMetricFamily, "pulsar_lb_emulator_leader_changes",
+                (k.counter, "pulsar_lb_emulator_leader_changes",
                  "Leader elections won (the first one included)", cluster.events.counts["leader_elected"]),
-                (CounterMetricFamily, "pulsar_lb_emulator_bundle_moves",
+                (k.counter, "pulsar_lb_emulator_bundle_moves",
                  "Bundles that became owned by a broker other than their previous owner", tally.bundle_moves),
-                (CounterMetricFamily, "pulsar_lb_emulator_reconnects",
+                (k.counter, "pulsar_lb_emulator_reconnects",
                  "Producers/consumers reconnected after a disconnect", tally.reconnects),
-                (CounterMetricFamily, "pulsar_lb_emulator_disconnects",
+                (k.counter, "pulsar_lb_emulator_disconnects",
                  "Producers/consumers disconnected by an unload, a close or a crash", tally.disconnects),
-                (CounterMetricFamily, "pulsar_lb_emulator_unavailable_topic_seconds",
+                (k.counter, "pulsar_lb_emulator_unavailable_topic_seconds",
                  "Seconds producers/consumers spent disconnected, summed over handles",
                  tally.unavailable_seconds(now)),
-                (GaugeMetricFamily, "pulsar_lb_emulator_disconnected_handles",
+                (k.gauge, "pulsar_lb_emulator_disconnected_handles",
                  "Producers/consumers currently waiting to reconnect", len(tally.down))):
             f = family(metric_name, doc, labels=C)
             f.add_metric((name,), value)
@@ -413,11 +498,11 @@ class _ClusterCollector:
                 ("pulsar_lb_emulator_client_lookups", "Lookups started by clients", lookups),
                 ("pulsar_lb_emulator_client_lookup_redirects", "Redirects followed by clients", redirected),
                 ("pulsar_lb_emulator_client_lookup_failures", "Client lookups that failed", lookup_failed)):
-            f = CounterMetricFamily(metric_name, doc, labels=C)
+            f = k.counter(metric_name, doc, labels=C)
             f.add_metric((name,), value)
             yield f
-        ratio = GaugeMetricFamily("pulsar_lb_emulator_redirects_per_lookup",
-                                  "Redirects followed per client lookup (NaN before the first)", labels=C)
+        ratio = k.gauge("pulsar_lb_emulator_redirects_per_lookup",
+                        "Redirects followed per client lookup (NaN before the first)", labels=C)
         ratio.add_metric((name,), redirected / lookups if lookups else math.nan)
         yield ratio
 
@@ -426,14 +511,14 @@ class _ClusterCollector:
                  "Seconds from a producer/consumer's disconnect to its reconnect", tally.reconnect_latency),
                 ("pulsar_lb_emulator_load_report_age_seconds",
                  "Age of each broker report the leader's shedder read, s", tally.report_age)):
-            h = HistogramMetricFamily(metric_name, doc, labels=C)
+            h = k.histogram(metric_name, doc, labels=C)
             h.add_metric((name,), hist.buckets(), sum_value=hist.total)
             yield h
 
-    def _bundle_families(self, name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
+    def _bundle_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""
         for metric_name, attr, doc in _BUNDLE_GAUGES:
-            g = GaugeMetricFamily(metric_name, doc, labels=("cluster", "broker", "bundle", "metric"))
+            g = k.gauge(metric_name, doc, labels=("cluster", "broker", "bundle", "metric"))
             for broker_id, broker in live:
                 stats = broker.local_data.last_stats
                 for bundle in sorted(stats):
@@ -450,7 +535,8 @@ class ClusterMetrics:
         self.cluster = cluster
         self.registry = CollectorRegistry(auto_describe=False)
         self.tally = _Tally(cluster)
-        self.registry.register(_ClusterCollector(cluster, self.tally))  # type: ignore[arg-type]
+        self._collector = _ClusterCollector(cluster, self.tally)
+        self.registry.register(self._collector)  # type: ignore[arg-type]
 
     def close(self) -> None:
         """Stop listening to the cluster's events (the registry stays readable)."""
@@ -461,6 +547,11 @@ class ClusterMetrics:
         for family in self.registry.collect():
             for sample in family.samples:
                 yield sample.name, sample.labels, sample.value
+
+    def rows(self) -> list[tuple[SeriesKey, Any]]:
+        """What `samples()` gives, in the same order, as (series key, value): for the recorder, which
+        encodes each series' name and labels once. The registry holds this one collector only."""
+        return [row for family in self._collector.families(_ROWS) for row in family.rows]
 
     def exposition(self) -> bytes:
         """The Prometheus text format of the registry (what `/metrics` serves)."""

@@ -44,7 +44,7 @@ from emulator.observe.decision_log import DECISION_KINDS, to_builtins
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
     from emulator.cluster.events import Event
-    from emulator.observe.metrics import ClusterMetrics
+    from emulator.observe.metrics import ClusterMetrics, SeriesKey
 
 __all__ = ["EVENT_KINDS", "Recorder", "FLUSH_EVERY", "versions"]
 
@@ -65,7 +65,8 @@ _VERSION_PACKAGES = (("pulsar_lb_emulator", "pulsar-lb-emulator"), ("anyio", "an
 
 
 class Sample(msgspec.Struct):
-    """One line of samples.jsonl (a Struct keeps the key order fixed and encoding fast)."""
+    """One line of samples.jsonl: the schema. `Recorder.sample` writes exactly this Struct's JSON
+    encoding, assembled from cached parts (tests/observe check the two agree byte for byte)."""
 
     t: float
     name: str
@@ -95,12 +96,20 @@ class _LineFile:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lines: list[bytes] = []
+        self._count = 0
         self._size = 0
         self.lines_written = 0
 
     def add(self, line: bytes) -> None:
         self._lines.append(line)
+        self._count += 1
         self._size += len(line)
+
+    def add_block(self, lines: bytes, count: int) -> None:
+        """`count` whole lines in one bytes (a sample block)."""
+        self._lines.append(lines)
+        self._count += count
+        self._size += len(lines)
 
     @property
     def buffered(self) -> int:
@@ -110,8 +119,9 @@ class _LineFile:
         if not self._lines or self._fd < 0:
             return
         data = b"".join(self._lines)
-        n = len(self._lines)
+        n = self._count
         self._lines.clear()
+        self._count = 0
         self._size = 0
         view = memoryview(data)
         while view:
@@ -150,6 +160,9 @@ class Recorder:
             raise ValueError(f"out_dir = {str(self.dir)!r}: already holds a recording (run.json); "
                              "give a new folder per run")
         self._encoder = msgspec.json.Encoder()
+        self._series: dict[SeriesKey, bytes] = {}   # encoded name and labels of each series
+        self._last_keys: list[SeriesKey] = []
+        self._last_middles: list[bytes] = []
         self._clock = cluster.system.clock
         self._last_t = self._now() or 0.0
         self._last_sample_t: float | None = None
@@ -234,13 +247,40 @@ class Recorder:
             t = self._now()
             if t is None:
                 raise RuntimeError("Recorder.sample() without t must run inside the cluster's event loop")
+        # A line is the Sample struct's encoding, put together from parts: '{"t":<t>' once per block,
+        # ',"name":<name>,"labels":{...},"value":' once per series (cached), then '<value>}\n'.
         encode = self._encoder.encode
-        add = self.samples.add
-        n = 0
-        for name, labels, value in self.metrics.samples():
-            add(encode(Sample(t, name, labels, value)) + b"\n")
-            n += 1
+        rows = self.metrics.rows()
+        n = len(rows)
         self._last_sample_t = self._last_t = t
+        if not n:
+            return 0
+        keys = [key for key, _ in rows]
+        if keys == self._last_keys:             # the same series as the last block: the usual case
+            middles = self._last_middles
+        else:
+            series = self._series
+            if len(series) > 4 * n + 1024:      # series that have gone (bundles, brokers)
+                series.clear()
+            middles = [series.get(key) for key in keys]
+            if None in middles:
+                for i, key in enumerate(keys):
+                    if middles[i] is None:
+                        name, label_names, label_values = key
+                        middles[i] = series[key] = (b',"name":' + encode(name) + b',"labels":'
+                                                    + encode(dict(zip(label_names, label_values)))
+                                                    + b',"value":')
+            self._last_keys, self._last_middles = keys, middles
+        values = [value for _, value in rows]
+        encoded = encode(values)[1:-1].split(b",")
+        if len(encoded) != n:                   # a value with a comma in it: one at a time
+            encoded = [encode(value) for value in values]
+        head = b'{"t":' + encode(t)
+        parts = [b"}\n" + head] * (3 * n)       # middle, value, end of line + next line's head
+        parts[0::3] = middles
+        parts[1::3] = encoded
+        parts[-1] = b"}\n"
+        self.samples.add_block(head + b"".join(parts), n)
         return n
 
     async def run(self) -> None:

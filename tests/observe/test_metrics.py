@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import anyio
 import prometheus_client
 import pytest
@@ -268,3 +271,54 @@ async def test_two_clusters_in_one_process_have_separate_registries():
         assert total(m_east, "pulsar_broker_lookup_answers_total") == 0
         # nothing was registered process-wide
         assert not any(m.name.startswith("pulsar_") for m in prometheus_client.REGISTRY.collect())
+
+
+def test_recorder_rows_are_the_samples_prometheus_client_makes():
+    """The recorder's light families give the same sample names, labels and values, in order."""
+    from prometheus_client.core import (
+        CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, SummaryMetricFamily)
+
+    from emulator.observe.metrics import _ROWS
+
+    def same(real: Any, light: Any) -> None:
+        want = [(s.name, s.labels, s.value) for s in real.samples]
+        got = [(name, dict(zip(names, values)), v) for (name, names, values), v in light.rows]
+        assert got == want
+
+    for name in ("x", "x_total"):
+        real, light = CounterMetricFamily(name, "d", labels=("a", "b")), _ROWS.counter(name, "d", labels=("a", "b"))
+        for f in (real, light):
+            f.add_metric(("1", "2"), 3.0)
+            f.add_metric(("4", "5"), 6, created=7.0)
+        same(real, light)
+    real, light = GaugeMetricFamily("g", "d", labels=("a",)), _ROWS.gauge("g", "d", labels=("a",))
+    for f in (real, light):
+        f.add_metric(("1",), math.nan)
+        f.add_metric(("2", "extra"), 1)       # zip: the shorter wins
+    same(real, light)
+    real, light = SummaryMetricFamily("s", "d", labels=("a",)), _ROWS.summary("s", "d", labels=("a",))
+    for f in (real, light):
+        f.add_metric(("1",), count_value=2, sum_value=0.5)
+    same(real, light)
+    for buckets, total_ in (([("0.5", 1.0), ("+Inf", 3.0)], 2.5), ([("0.5", 1.0), ("+Inf", 3.0)], None),
+                            ([("-1.0", 1.0), ("+Inf", 3.0)], 2.5)):
+        real, light = HistogramMetricFamily("h", "d", labels=("a",)), _ROWS.histogram("h", "d", labels=("a",))
+        for f in (real, light):
+            f.add_metric(("1",), buckets, total_)
+        same(real, light)
+
+
+@pytest.mark.anyio
+async def test_rows_equal_samples_on_a_live_cluster():
+    conf = ServiceConfig(expose_bundles_metrics_in_prometheus=True, load_balancer_namespace_bundle_max_topics=30)
+    load = FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
+    async with emulated_cluster(5, seed=52, namespaces={NS: 16}, conf=conf, load_source=load) as cluster:
+        metrics = ClusterMetrics(cluster)
+        client = cluster.add_client()
+        client.create_handles(topics(200))
+        for _ in range(8):
+            await anyio.sleep(60)
+            rows = [(name, dict(zip(names, values)), v) for (name, names, values), v in metrics.rows()]
+            samples = list(metrics.samples())
+            assert rows == samples and any(n.endswith("_bucket") for n, _, _ in rows)
+        metrics.close()

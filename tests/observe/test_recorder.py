@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from emulator.cluster.load_source import FlatLoad
@@ -172,3 +173,28 @@ def test_a_run_killed_with_sigterm_leaves_valid_files_and_an_incomplete_run_json
     events = read_lines(out / "events.jsonl")
     assert all("kind" in e and "t" in e for e in events)
     assert sorted(os.listdir(out)) == ["decisions.jsonl", "events.jsonl", "run.json", "samples.jsonl"]
+
+
+def test_sample_lines_are_the_sample_structs_json_byte_for_byte(tmp_path):
+    """Lines are assembled from cached parts; they must be exactly the schema Struct's encoding."""
+    from emulator.observe.recorder import Sample
+
+    async def main() -> list[bytes]:
+        async with emulated_cluster(3, seed=5, namespaces={NS: 4}) as cluster:
+            metrics = ClusterMetrics(cluster)
+            rec = Recorder(cluster, metrics, tmp_path / "run", run_info={})
+            client = cluster.add_client()
+            client.create_handles([f"persistent://{NS}/t-{i}" for i in range(20)])
+            expected: list[bytes] = []
+            for t in (0.0, 12.5, 1e16, 7):
+                await anyio.sleep(13)
+                block = [msgspec.json.encode(Sample(t, n, labels, v)) + b"\n"
+                         for n, labels, v in metrics.samples()]
+                assert rec.sample(t) == len(block)
+                expected += block
+            rec.close(complete=False)
+            metrics.close()
+            return expected
+
+    expected = run(main, clock=VirtualClock())
+    assert (tmp_path / "run" / "samples.jsonl").read_bytes() == b"".join(expected)
