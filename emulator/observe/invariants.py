@@ -54,6 +54,14 @@ class InvariantChecker:
         self.stop_on_first = stop_on_first
         self.violations: list[Violation] = []
         self.checks = 0
+        # Memos of pure functions of what the checks read, rebuilt from the live names/data at every
+        # check (so they hold only what still exists): a check runs every few emulated seconds over
+        # every bundle, and names and node contents rarely change between two checks.
+        self._parsed: dict[str, tuple[str, int, int]] = {}
+        self._owned: list[tuple[str, str]] = []
+        self._overlaps: list[str] = []
+        self._owner_of: dict[bytes, str] = {}
+        self._coverage_of: dict[tuple[str, bytes], str | None] = {}
 
     async def run(self) -> None:
         while True:
@@ -83,7 +91,7 @@ class InvariantChecker:
     def _single_owner(self, now: float) -> list[Violation]:
         out: list[Violation] = []
         holder: dict[str, str] = {}
-        by_ns: dict[str, list[tuple[int, int, str, str]]] = {}
+        owned: list[tuple[str, str]] = []
         for broker_id, broker in sorted(self.cluster.brokers.items()):
             if not broker.alive:
                 continue
@@ -93,50 +101,67 @@ class InvariantChecker:
                     out.append(Violation("single-owner", now,
                                          f"bundle {bundle} active on {other} and {broker_id}"))
                 holder[bundle] = broker_id
-                ns, lower, upper = parse_bundle(bundle)
-                by_ns.setdefault(ns, []).append((lower, upper, bundle, broker_id))
-        for ns, ranges in by_ns.items():
+                owned.append((bundle, broker_id))
+        if owned != self._owned:         # overlaps depend on nothing else: same ownership, same ones
+            self._owned, self._overlaps = owned, self._find_overlaps(owned)
+        out.extend(Violation("single-owner", now, detail) for detail in self._overlaps)
+        return out
+
+    def _find_overlaps(self, owned: list[tuple[str, str]]) -> list[str]:
+        """Actively owned bundles of a namespace whose hash ranges overlap (a split parent and child)."""
+        out: list[str] = []
+        by_ns: dict[str, list[tuple[int, int, str, str]]] = {}
+        old, parsed = self._parsed, {}
+        for bundle, broker_id in owned:
+            p = old.get(bundle)
+            if p is None:
+                p = parse_bundle(bundle)
+            parsed[bundle] = p
+            ns, lower, upper = p
+            by_ns.setdefault(ns, []).append((lower, upper, bundle, broker_id))
+        self._parsed = parsed
+        for ranges in by_ns.values():
             ranges.sort()
             for (l1, u1, b1, o1), (l2, u2, b2, o2) in zip(ranges, ranges[1:]):
                 if l2 < u1 and b1 != b2:
-                    out.append(Violation("single-owner", now,
-                                         f"overlapping bundles {b1} ({o1}) and {b2} ({o2})"))
+                    out.append(f"overlapping bundles {b1} ({o1}) and {b2} ({o2})")
         return out
 
     def _coverage(self, now: float) -> list[Violation]:
         out: list[Violation] = []
         prefix = "/admin/local-policies/"
+        old, memo = self._coverage_of, {}
         for path, data in self.cluster.store.peek_prefix(prefix):
             ns = path[len(prefix):]
             if ns.count("/") < 1:
                 continue
-            try:
-                pol = msgspec.json.decode(data, type=LocalPolicies)
-                bounds = list(pol.bundles.boundary_values()) if pol.bundles else [FULL_LOWER, FULL_UPPER]
-            except (msgspec.DecodeError, ValueError) as e:
-                out.append(Violation("coverage", now, f"{path}: unreadable policies ({e})"))
-                continue
-            if not bounds or bounds[0] != FULL_LOWER or bounds[-1] != FULL_UPPER:
-                out.append(Violation("coverage", now,
-                                     f"{ns}: boundaries {bounds[:1]}..{bounds[-1:]} do not span "
-                                     f"[0x00000000, 0xffffffff]"))
-            elif any(b >= a for a, b in zip(bounds[1:], bounds)):
-                out.append(Violation("coverage", now, f"{ns}: boundaries not strictly increasing"))
+            key = (path, data)
+            detail = old[key] if key in old else _coverage_problem(path, ns, data)
+            memo[key] = detail
+            if detail is not None:
+                out.append(Violation("coverage", now, detail))
+        self._coverage_of = memo
         return out
 
     def _owners_alive(self, now: float) -> list[Violation]:
         out: list[Violation] = []
         store = self.cluster.store
+        is_listening = self.cluster.network.is_listening
+        old, memo = self._owner_of, {}
         for path, data in store.peek_prefix("/namespace/"):
             if path.count("/") < 4:
                 continue
-            owner = msgspec.json.decode(data).get("httpUrl", "").split("://")[-1]
-            if self.cluster.network.is_listening(owner):
+            owner = old.get(data)
+            if owner is None:
+                owner = msgspec.json.decode(data).get("httpUrl", "").split("://")[-1]
+            memo[data] = owner
+            if is_listening(owner):
                 continue
             session = store.ephemeral_owner(path)
             if session is None or not store.session_alive(session):
                 out.append(Violation("owner-alive", now,
                                      f"{path} owned by dead broker {owner} whose session is gone"))
+        self._owner_of = memo
         return out
 
     def _lookups_end(self, now: float) -> list[Violation]:
@@ -150,3 +175,18 @@ class InvariantChecker:
                                          f"{name}: lookup of {record.topic} in flight for "
                                          f"{now - record.start:.1f}s (hops {record.hops})"))
         return out
+
+
+def _coverage_problem(path: str, ns: str, data: bytes) -> str | None:
+    """What is wrong with a namespace's bundle boundaries (its local-policies node), or None."""
+    try:
+        pol = msgspec.json.decode(data, type=LocalPolicies)
+        bounds = list(pol.bundles.boundary_values()) if pol.bundles else [FULL_LOWER, FULL_UPPER]
+    except (msgspec.DecodeError, ValueError) as e:
+        return f"{path}: unreadable policies ({e})"
+    if not bounds or bounds[0] != FULL_LOWER or bounds[-1] != FULL_UPPER:
+        return (f"{ns}: boundaries {bounds[:1]}..{bounds[-1:]} do not span "
+                f"[0x00000000, 0xffffffff]")
+    if any(b >= a for a, b in zip(bounds[1:], bounds)):
+        return f"{ns}: boundaries not strictly increasing"
+    return None

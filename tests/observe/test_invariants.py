@@ -1,0 +1,33 @@
+"""The invariant checker remembers parsed names and decoded nodes between checks: a node or an
+ownership that changes must still be seen at the next check, and one that heals must clear."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.cluster import paths
+from emulator.observe.invariants import InvariantChecker
+from emulator.testing import emulated_cluster
+
+NS = "public/default"
+
+
+@pytest.mark.anyio
+async def test_changed_policies_and_forged_owners_are_seen_despite_the_memos():
+    async with emulated_cluster(2, seed=5, namespaces={NS: 4}, check_invariants=False) as cluster:
+        checker = InvariantChecker(cluster)
+        client = cluster.add_client()
+        client.create_handles([f"persistent://{NS}/t{i}" for i in range(20)])
+        await cluster.wait_until(lambda: client.connected_count() == 20)
+        assert checker.check_now() == [] and checker.check_now() == []
+        tree, path = cluster.store.tree, paths.local_policies_path(NS)
+        good = tree.get(path).data
+        tree.set(path, good.replace(b"0xffffffff", b"0xfffffff0"), -1, 0)   # a gap at the top
+        assert [v.invariant for v in checker.check_now()] == ["coverage"]
+        tree.set(path, b"{not json", -1, 0)
+        assert "unreadable policies" in checker.check_now()[0].detail
+        tree.set(path, good, -1, 0)
+        assert checker.check_now() == []
+        owner, other = sorted(cluster.live_brokers(), key=lambda b: not cluster.brokers[b].owned)
+        cluster.brokers[other].owned.update(cluster.brokers[owner].owned)
+        assert {v.invariant for v in checker.check_now()} == {"single-owner"}
