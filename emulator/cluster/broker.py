@@ -954,9 +954,12 @@ class Broker(Actor):
     # ================================================================== load reports
 
     async def _report_loop(self) -> None:
-        """LoadReportUpdaterTask: every 5 s, write the report if it changed enough or is 15 min old."""
+        """LoadReportUpdaterTask: every 5 s, write the report if it changed enough or is 15 min old.
+
+        `asyncio.sleep` is what `anyio.sleep` awaits on this loop, without the backend lookup: this
+        timer fires for every broker every 5 emulated seconds."""
         while True:
-            await anyio.sleep(self.report_interval)
+            await asyncio.sleep(self.report_interval)
             await self.write_load_report()
 
     def _update_local_data(self) -> None:
