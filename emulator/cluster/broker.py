@@ -51,7 +51,7 @@ from emulator.model.policies import LocalPolicies
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from . import paths
-from .bundle_owner import BundleOwner, Routed
+from .bundle_owner import BundleOwner
 from .decoded import DecodeCache
 from .events import ClusterEvents
 from .load_source import LoadSource
@@ -111,6 +111,9 @@ class _Result(msgspec.Struct, frozen=True):
     broker_id: str
     redirect: bool
     authoritative: bool = True
+
+
+_ATTACHED = AttachResult(ok=True)
 
 
 class OwnedBundle:
@@ -823,15 +826,15 @@ class Broker(Actor):
             )
             return
         self.network.connect(msg.client, self.broker_id)
-        owned.actor.tell(Routed(msg, reply))
+        owned.actor.attach(msg)
+        reply.ok(_ATTACHED)
 
     def _on_detach(self, msg: Detach, reply: Reply) -> None:
         bundles = self._ns_bundles.get(topic_namespace(msg.topic))
         owned = self.owned.get(bundles.find_bundle(msg.topic)) if bundles else None
         if owned is not None and owned.actor is not None and owned.actor.alive:
-            owned.actor.tell(Routed(msg, reply))
-        else:
-            reply.ok(None)
+            owned.actor.detach(msg)
+        reply.ok(None)
 
     # ================================================================== metadata notifications
 

@@ -2,27 +2,22 @@
 
 Pulsar's OwnedBundle + the topics of that bundle in BrokerService. The ephemeral ownership lock
 (`/namespace/<bundle>`) is held by the broker's metadata session; this actor lives exactly as long as the
-broker considers the bundle its own. Attach/Detach are routed here by the broker with the caller's reply.
+broker considers the bundle its own. Attach and detach are plain method calls from the broker (one
+process, as ServerCnx calls into the topic): done in the broker's message order, so an attach can
+never land behind an unload's close in this actor's mailbox. The actor's own messages are CloseTopics.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from .load_source import TopicLoad, TopicTable
-from .messages import Attach, AttachResult, CloseHandle, CloseTopics, Detach, HandleKind
+from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
-
-
-class Routed(NamedTuple):
-    """A client command the broker hands to the bundle owner together with the client's reply slot."""
-
-    msg: Any
-    reply: Reply
 
 
 class BundleOwner(Actor):
@@ -44,19 +39,9 @@ class BundleOwner(Actor):
         if type(msg) is CloseTopics:
             reply.ok(await self.close_topics())
             return
-        if type(msg) is Routed:
-            inner, reply = msg.msg, msg.reply
-            if type(inner) is Attach:
-                self._attach(inner)
-                reply.ok(AttachResult(ok=True))
-                return
-            if type(inner) is Detach:
-                self._detach(inner)
-                reply.ok(None)
-                return
         raise TypeError(f"{self.name}: unexpected message {type(msg).__name__}")
 
-    def _attach(self, msg: Attach) -> None:
+    def attach(self, msg: Attach) -> None:
         handles = self._handles.setdefault(msg.topic, set())
         load = self.topics.get(msg.topic)
         if load is None:
@@ -72,7 +57,7 @@ class BundleOwner(Actor):
         else:
             load.consumers += 1
 
-    def _detach(self, msg: Detach) -> None:
+    def detach(self, msg: Detach) -> None:
         handles = self._handles.get(msg.topic)
         key = (msg.client, msg.handle_id, msg.kind)
         if not handles or key not in handles:

@@ -125,14 +125,14 @@ def test_a_bundle_owners_topic_table_changes_version_with_every_change():
         return versions[-1] > versions[-2]
 
     p = Attach(topic="persistent://public/default/a", client="c1", handle_id=1, kind=HandleKind.PRODUCER)
-    owner._attach(p)
+    owner.attach(p)
     assert changed() and table["persistent://public/default/a"].producers == 1
-    owner._attach(p)                                   # a duplicate attach changes nothing
+    owner.attach(p)                                   # a duplicate attach changes nothing
     assert not changed()
-    owner._attach(Attach(topic="persistent://public/default/a", client="c1", handle_id=2,
+    owner.attach(Attach(topic="persistent://public/default/a", client="c1", handle_id=2,
                          kind=HandleKind.CONSUMER))
     assert changed()
-    owner._detach(Detach(topic="persistent://public/default/a", client="c1", handle_id=2,
+    owner.detach(Detach(topic="persistent://public/default/a", client="c1", handle_id=2,
                          kind=HandleKind.CONSUMER))
     assert changed() and table["persistent://public/default/a"].consumers == 0
     child_version = child.topics.version
