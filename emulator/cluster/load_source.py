@@ -82,8 +82,9 @@ class FlatLoad:
         self.cpu_percent_per_kmsg = cpu_percent_per_kmsg
         self.topic_rates = dict(topic_rates or {})
         self.broker_cores = dict(broker_cores or {})
-        # bundle -> (its TopicTable, the table's version, the stats made from it)
-        self._stats_cache: dict[str, tuple[Mapping[str, TopicLoad], int, NamespaceBundleStats]] = {}
+        # broker -> bundle -> (its TopicTable, the table's version, the stats made from it)
+        self._stats_cache: dict[
+            str, dict[str, tuple[Mapping[str, TopicLoad], int, NamespaceBundleStats]]] = {}
 
     def bundle_stats(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
@@ -93,7 +94,9 @@ class FlatLoad:
         cluster then cost a dict lookup per bundle. Callers only read the stats, and a FlatLoad's
         parameters are fixed once it is made."""
         out: dict[str, NamespaceBundleStats] = {}
-        cache = self._stats_cache
+        cache = self._stats_cache.get(broker_id)
+        if cache is None:
+            cache = self._stats_cache[broker_id] = {}
         for bundle, topics in bundles.items():
             version = getattr(topics, "version", None)
             if version is not None:

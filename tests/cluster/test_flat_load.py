@@ -29,3 +29,12 @@ def test_stats_are_reused_until_the_table_changes_and_match_a_fresh_computation(
     # plain dicts carry no version: computed every time, the same numbers
     plain = {"a": TopicLoad(producers=1, consumers=1), "b": TopicLoad(producers=1, consumers=1)}
     assert load.bundle_stats("x:8080", 0.0, {"ns/0x0_0x1": plain})["ns/0x0_0x1"] == first
+
+
+def test_brokers_sharing_one_load_source_keep_their_own_entries():
+    load = FlatLoad(rate=10.0)
+    tables = {f"b{i}": {f"ns/0x{i}_0x{i + 1}": table(**{f"t{i}": 1})} for i in range(3000)}
+    first = {b: load.bundle_stats(b, 0.0, t) for b, t in tables.items()}
+    again = {b: load.bundle_stats(b, 5.0, t) for b, t in tables.items()}
+    # every broker's stats survived the other 2,999 brokers' ticks
+    assert all(again[b][k] is first[b][k] for b in tables for k in tables[b])
