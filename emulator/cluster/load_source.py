@@ -82,38 +82,48 @@ class FlatLoad:
         self.cpu_percent_per_kmsg = cpu_percent_per_kmsg
         self.topic_rates = dict(topic_rates or {})
         self.broker_cores = dict(broker_cores or {})
-        # broker -> bundle -> (its TopicTable, the table's version, the stats made from it)
-        self._stats_cache: dict[
-            str, dict[str, tuple[Mapping[str, TopicLoad], int, NamespaceBundleStats]]] = {}
+        # broker -> bundle -> (its TopicTable, the table's version, the sums made from it)
+        self._sums_cache: dict[
+            str, dict[str, tuple[Mapping[str, TopicLoad], int, tuple[float, float, int, int, int]]]] = {}
 
     def bundle_stats(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
     ) -> dict[str, NamespaceBundleStats]:
-        """Flat traffic does not change with time, so a bundle's stats are kept for as long as its
+        """Flat traffic does not change with time, so a bundle's sums are kept for as long as its
         TopicTable (same object, same version) is unchanged: report ticks of a large steady
-        cluster then cost a dict lookup per bundle. Callers only read the stats, and a FlatLoad's
-        parameters are fixed once it is made."""
+        cluster then skip the walk over the topics. The stats objects are new on every call
+        (wrappers such as a day curve scale them in place). A FlatLoad's parameters are fixed
+        once it is made."""
         out: dict[str, NamespaceBundleStats] = {}
-        cache = self._stats_cache.get(broker_id)
+        cache = self._sums_cache.get(broker_id)
         if cache is None:
-            cache = self._stats_cache[broker_id] = {}
+            cache = self._sums_cache[broker_id] = {}
+        msg_size = self.msg_size
         for bundle, topics in bundles.items():
             version = getattr(topics, "version", None)
-            if version is not None:
-                hit = cache.get(bundle)
-                if hit is not None and hit[0] is topics and hit[1] == version:
-                    out[bundle] = hit[2]
-                    continue
-            stats = out[bundle] = self._stats_of(topics)
-            if version is not None:
-                cache[bundle] = (topics, version, stats)
-        if len(cache) > 2 * len(bundles) + 1024:  # forget bundles this source no longer sees
-            live = set(bundles)
-            for bundle in [b for b in cache if b not in live]:
+            hit = cache.get(bundle) if version is not None else None
+            if hit is not None and hit[0] is topics and hit[1] == version:
+                sums = hit[2]
+            else:
+                sums = self._sums_of(topics)
+                if version is not None:
+                    cache[bundle] = (topics, version, sums)
+            rate_in, rate_out, producers, consumers, n = sums
+            out[bundle] = NamespaceBundleStats(
+                msg_rate_in=rate_in,
+                msg_rate_out=rate_out,
+                msg_throughput_in=rate_in * msg_size,
+                msg_throughput_out=rate_out * msg_size,
+                consumer_count=consumers,
+                producer_count=producers,
+                topics=n,
+            )
+        if len(cache) > 2 * len(bundles) + 1024:  # forget bundles this broker no longer owns
+            for bundle in [b for b in cache if b not in bundles]:
                 del cache[bundle]
         return out
 
-    def _stats_of(self, topics: Mapping[str, TopicLoad]) -> NamespaceBundleStats:
+    def _sums_of(self, topics: Mapping[str, TopicLoad]) -> tuple[float, float, int, int, int]:
         rate_in = rate_out = 0.0
         producers = consumers = 0
         for topic, load in topics.items():
@@ -123,15 +133,7 @@ class FlatLoad:
                 r = self.topic_rates.get(topic, self.rate)
                 rate_in += r
                 rate_out += r * load.consumers
-        return NamespaceBundleStats(
-            msg_rate_in=rate_in,
-            msg_rate_out=rate_out,
-            msg_throughput_in=rate_in * self.msg_size,
-            msg_throughput_out=rate_out * self.msg_size,
-            consumer_count=consumers,
-            producer_count=producers,
-            topics=len(topics),
-        )
+        return rate_in, rate_out, producers, consumers, len(topics)
 
     def system_usage(
         self, broker_id: str, now: float, stats: Mapping[str, NamespaceBundleStats]
