@@ -35,6 +35,7 @@ __all__ = [
     "BundleData",
     "TimeAverageBrokerData",
     "BrokerData",
+    "PreallocatedBundles",
     "LoadData",
     "SheddingView",
     "default_bundle_stats",
@@ -55,6 +56,7 @@ _F32 = struct.Struct("<f")
 _F32_PACK, _F32_UNPACK = _F32.pack, _F32.unpack
 _2F32 = struct.Struct("<ff")
 _2F32_PACK, _2F32_UNPACK = _2F32.pack, _2F32.unpack
+_USAGE_KEY_PACK = struct.Struct("<12d").pack
 
 
 def _f32(x: float) -> float:
@@ -141,10 +143,11 @@ def _max_from_neg_inf(values: Iterable[float]) -> float:
     return result
 
 
-class LocalBrokerData(msgspec.Struct, rename="camel"):
+class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     """What each broker writes to `/loadbalance/brokers/<id>`; the leader reads it.
 
     Equality is field-wise (Java's `equals` compares only the four URLs; use `url_key()` for that).
+    The instance `__dict__` (never encoded) holds the last weighted usage and what it was made from.
     """
 
     web_service_url: str = ""
@@ -206,7 +209,19 @@ class LocalBrokerData(msgspec.Struct, rename="camel"):
         """PIP-358's weighted usage: max(percent × weight) / 100 in double precision.
 
         The max is written out (from −∞, strict `>`, so NaN never wins, as `_max_from_neg_inf`):
-        the leader calls this for every candidate of every assignment."""
+        the leader calls this for every candidate of every assignment, on the same report until the
+        broker writes again, so the result is kept with the exact bits of the 12 numbers it is a
+        function of (a changed field or weight, even -0.0 for 0.0, computes afresh)."""
+        cpu, direct, b_in, b_out = self.cpu, self.direct_memory, self.bandwidth_in, self.bandwidth_out
+        try:
+            key = _USAGE_KEY_PACK(cpu.usage, cpu.limit, direct.usage, direct.limit, b_in.usage, b_in.limit,
+                                  b_out.usage, b_out.limit, cpu_w, direct_w, in_w, out_w)
+        except (struct.error, TypeError, OverflowError):
+            key = None
+        if key is not None:
+            cached = self.__dict__.get("_weighted_usage")
+            if cached is not None and cached[0] == key:
+                return cached[1]
         m = -math.inf
         v = self.cpu.percent_usage() * cpu_w
         if v > m:
@@ -220,7 +235,10 @@ class LocalBrokerData(msgspec.Struct, rename="camel"):
         v = self.bandwidth_out.percent_usage() * out_w
         if v > m:
             m = v
-        return m / 100.0
+        result = m / 100.0
+        if key is not None:
+            self.__dict__["_weighted_usage"] = (key, result)
+        return result
 
     def max_resource_usage_with_weight_and_memory(
         self, cpu_w: float, mem_w: float, direct_w: float, in_w: float, out_w: float
@@ -266,16 +284,20 @@ class LocalBrokerData(msgspec.Struct, rename="camel"):
         and lost since the last call (accumulating until `clean_deltas`), and keeps the stats as
         `last_stats` (a copy, in the given order).
         """
-        for bundle in sorted(self.bundles):
-            if bundle not in bundle_stats:
+        bundles = self.bundles
+        lost = bundles.difference(bundle_stats)
+        if lost:  # in name order, as Java walks the sorted set
+            for bundle in sorted(lost):
                 self.last_bundle_losses.add(bundle)
-                self.bundles.discard(bundle)
+                bundles.discard(bundle)
+        if len(bundles) != len(bundle_stats):  # what is left is a subset: some are new, in map order
+            for bundle in bundle_stats:
+                if bundle not in bundles:
+                    self.last_bundle_gains.add(bundle)
+                    bundles.add(bundle)
         rate_in = rate_out = thr_in = thr_out = 0.0
         topics = consumers = producers = 0
-        for bundle, stats in bundle_stats.items():
-            if bundle not in self.bundles:
-                self.last_bundle_gains.add(bundle)
-                self.bundles.add(bundle)
+        for stats in bundle_stats.values():
             thr_in += stats.msg_throughput_in
             thr_out += stats.msg_throughput_out
             rate_in += stats.msg_rate_in
@@ -369,8 +391,11 @@ class BundleData(msgspec.Struct, rename="camel"):
         """A never-seen bundle: 50 msg/s and 50000 B/s each way in both windows, 0 samples.
 
         Because `num_samples` is 0, the first `update` overwrites these values completely.
+        (Written out: the leader makes one for every bundle it has not seen, 65,000 after a restart.)
         """
-        return cls.from_stats(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES, default_bundle_stats())
+        rate, thr = DEFAULT_MESSAGE_RATE, DEFAULT_MESSAGE_THROUGHPUT
+        return cls(TimeAverageMessageData(NUM_SHORT_SAMPLES, 0, rate, rate, thr, thr),
+                   TimeAverageMessageData(NUM_LONG_SAMPLES, 0, rate, rate, thr, thr))
 
     def update(self, stats: NamespaceBundleStats) -> None:
         """One sample into both windows; `topics` follows the latest sample."""
@@ -435,8 +460,96 @@ class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
 # --- The leader's view -----------------------------------------------------------------------------
 
 
+class PreallocatedBundles(dict):  # type: ignore[type-arg]
+    """`BrokerData.preallocated_bundle_data` as the load manager keeps it: a plain {bundle: BundleData}
+    dict that also knows the sum of its bundles' long-term msg rate (in + out) and topics.
+
+    LeastLongTermMessageRate scores every candidate by that sum on every assignment, and in a
+    restart storm a broker holds hundreds of preallocations between two of its reports. The sum is
+    kept as the strategy's loop makes it (0.0, then `+= rate_in + rate_out` per bundle in map
+    order), so appending adds one term and gives the same float; anything else (removal,
+    replacement, `invalidate()`) makes the next call add everything up again. Whoever changes a
+    held BundleData must call `invalidate()` (the load manager does, whenever it writes bundle data).
+    """
+
+    __slots__ = ("_rate", "_topics")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._rate: float | None = None
+        self._topics: int | None = None
+
+    def long_term_msg_rate(self) -> float:
+        """Sum over the bundles, in order, of long-term msg rate in + out (exactly the loop's float)."""
+        rate = getattr(self, "_rate", None)
+        if rate is None:
+            rate = 0.0
+            for data in self.values():
+                long_term = data.long_term_data
+                rate += long_term.msg_rate_in + long_term.msg_rate_out
+            self._rate = rate
+        return rate
+
+    def topics(self) -> int:
+        """Sum of the bundles' topic counts (the max-topics filter adds these per candidate)."""
+        topics = getattr(self, "_topics", None)
+        if topics is None:
+            topics = 0
+            for data in self.values():
+                topics += data.topics
+            self._topics = topics
+        return topics
+
+    def invalidate(self) -> None:
+        self._rate = self._topics = None
+
+    def __setitem__(self, bundle: str, data: BundleData) -> None:
+        rate = getattr(self, "_rate", None)  # unset while copy/pickle rebuild the dict
+        topics = getattr(self, "_topics", None)
+        if bundle in self:
+            self._rate = self._topics = None  # a replaced value keeps its place: add up again
+        else:
+            if rate is not None:
+                long_term = data.long_term_data
+                self._rate = rate + (long_term.msg_rate_in + long_term.msg_rate_out)
+            if topics is not None:
+                self._topics = topics + data.topics
+        super().__setitem__(bundle, data)
+
+    def __delitem__(self, bundle: str) -> None:
+        self.invalidate()
+        super().__delitem__(bundle)
+
+    def clear(self) -> None:
+        self._rate = 0.0
+        self._topics = 0
+        super().clear()
+
+    def pop(self, *args: Any) -> Any:
+        self.invalidate()
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self.invalidate()
+        return super().popitem()
+
+    def setdefault(self, bundle: str, default: Any = None) -> Any:
+        self.invalidate()
+        return super().setdefault(bundle, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.invalidate()
+        super().update(*args, **kwargs)
+
+    def __ior__(self, other: Any) -> PreallocatedBundles:
+        self.invalidate()
+        return super().__ior__(other)  # type: ignore[no-any-return]
+
+
 class BrokerData(msgspec.Struct, rename="camel"):
-    """The leader's record of one broker (kept in memory, not in the store)."""
+    """The leader's record of one broker (kept in memory, not in the store).
+
+    The load manager fills `preallocated_bundle_data` with a `PreallocatedBundles`; any dict works."""
 
     local_data: LocalBrokerData
     time_average_data: TimeAverageBrokerData = msgspec.field(default_factory=TimeAverageBrokerData)

@@ -441,3 +441,20 @@ def test_threshold_is_configurable() -> None:
     conf = CONF.with_overrides({"loadBalancerReportUpdateThresholdPercentage": 50}, source="t")
     assert not need_broker_data_update(reported(rate=100.0), reported(rate=140.0), conf, 0)
     assert need_broker_data_update(reported(rate=100.0), reported(rate=151.0), conf, 0)
+
+
+def test_weighted_usage_is_recomputed_when_a_number_changes() -> None:
+    """The kept weighted usage answers only for the exact same 12 numbers (bits, not values)."""
+    local = LocalBrokerData(cpu=ResourceUsage(usage=30.0, limit=100.0),
+                            bandwidth_in=ResourceUsage(usage=10.0, limit=100.0))
+    assert local.max_resource_usage_with_weight(1.0, 1.0, 1.0, 1.0) == pytest.approx(0.3)
+    local.cpu.usage = 50.0  # mutated in place
+    assert local.max_resource_usage_with_weight(1.0, 1.0, 1.0, 1.0) == pytest.approx(0.5)
+    assert local.max_resource_usage_with_weight(1.0, 1.0, 6.0, 1.0) == pytest.approx(0.6)
+    local.bandwidth_in = ResourceUsage(usage=90.0, limit=100.0)  # replaced
+    assert local.max_resource_usage_with_weight(1.0, 1.0, 1.0, 1.0) == pytest.approx(0.9)
+    zero = LocalBrokerData(cpu=ResourceUsage(usage=0.0, limit=100.0))
+    assert math.copysign(1.0, zero.max_resource_usage_with_weight(-1.0, -1.0, -1.0, -1.0)) == -1.0
+    assert math.copysign(1.0, zero.max_resource_usage_with_weight(1.0, -1.0, -1.0, -1.0)) == 1.0
+    assert msgspec.json.encode(local) == msgspec.json.encode(msgspec.json.decode(msgspec.json.encode(local),
+                                                                                  type=LocalBrokerData))
