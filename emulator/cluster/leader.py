@@ -299,7 +299,7 @@ class LoadManagerLeader(Actor):
 
     def _bundle_numbers(self, bundle: str) -> dict[str, Any] | None:
         assert self.lm is not None
-        data = self.lm.load_data.bundle_data.get(bundle)
+        data = self.lm.bundle_data_of(bundle)  # one row: this runs per planned unload and split
         if data is None:
             return None
         st, lt = data.short_term_data, data.long_term_data
@@ -347,15 +347,12 @@ class LoadManagerLeader(Actor):
         if not conf.load_balancer_auto_bundle_split_enabled or len(self.lm.known_brokers) <= 1:
             return []
         counts: dict[str, int] = {}
-        for bundle_names in [list(bd.local_data.last_stats) for bd in
-                             self.lm.load_data.broker_data.values()]:
-            for b in bundle_names:
-                ns = namespace_of(b)
-                if ns not in counts:
-                    try:
-                        counts[ns] = len(await self.broker.namespace_bundles(ns))
-                    except Exception:  # namespace gone: nothing to split there
-                        counts[ns] = 1 << 30
+        for ns in self.lm.reported_namespaces():  # first-seen order, as a walk over every report
+            if ns not in counts:
+                try:
+                    counts[ns] = len(await self.broker.namespace_bundles(ns))
+                except Exception:  # namespace gone: nothing to split there
+                    counts[ns] = 1 << 30
         to_split = self.lm.find_bundles_to_split(lambda ns: counts.get(ns, 0))
         done = []
         for bundle, owner in to_split.items():

@@ -197,6 +197,8 @@ def test_one_sample_per_update_call_per_bundle() -> None:
     assert data.short_term_data.num_samples == 1 and data.short_term_data.msg_rate_in == 200.0
     for _ in range(4):
         m.update_bundle_data([])  # the 15-minute writer's extra call, same (unchanged) report
+    # the same object, brought up to date when load_data is read again (the windows are columns)
+    assert m.load_data.bundle_data[bundle] is data
     assert data.short_term_data.num_samples == 5
     assert data.long_term_data.num_samples == 5
     assert data.topics == 2
