@@ -572,7 +572,7 @@ class SheddingView(dict):  # type: ignore[type-arg]
         try:
             return self._positions
         except AttributeError:
-            self._positions: dict[str, int] = {b: i for i, b in enumerate(self)}
+            self._positions: dict[str, int] = dict(zip(self, range(len(self))))
             return self._positions
 
 
@@ -588,21 +588,24 @@ class LoadData(msgspec.Struct, rename="camel"):
 
         Each namespace is matched once per call (a cluster has tens of thousands of bundles in a
         few namespaces, and the match is three regular expressions)."""
+        out = SheddingView(self.bundle_data)  # a C-level copy, in map order
+        # only names under `pulsar/` or `sla-monitor/` can be system namespaces: find those first
+        maybe = [b for b in out if b.startswith(_SYSTEM_PREFIXES)]
         system: dict[str, bool] = {}
-        out = SheddingView()
-        for bundle, data in self.bundle_data.items():
+        for bundle in maybe:
             ns = namespace_of(bundle)
             skip = system.get(ns)
             if skip is None:
                 skip = system[ns] = is_system_service_namespace(ns)
-            if not skip:
-                out[bundle] = data
+            if skip:
+                del out[bundle]
         return out
 
 
 # --- Names -----------------------------------------------------------------------------------------
 
 _SYSTEM_NAMESPACE = "pulsar/system"
+_SYSTEM_PREFIXES = ("pulsar/", "sla-monitor/")  # every name below can only start so
 _SYSTEM_SERVICE_PATTERNS = (
     re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),  # heartbeat v1: pulsar/<cluster>/<host:port>
     re.compile(r"pulsar/([^:]+:\d+)"),  # heartbeat v2: pulsar/<host:port>
