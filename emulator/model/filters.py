@@ -9,6 +9,7 @@ that pick "any" of the result reproducible from a seed.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
@@ -84,8 +85,11 @@ class BundleRangeCache:
         self._data: dict[str, dict[str, set[str]]] = {}
 
     def reload_broker(self, broker: str, bundles: Iterable[str]) -> None:
-        # one split per name (the leader reloads every broker's bundles on every report)
+        # One split per name (the leader reloads every broker's bundles on every report). Range
+        # strings are interned: every load manager view in the process (the leader's and, while it
+        # drains, each follower's) holds every range, and one copy of each string serves them all.
         ns_map: dict[str, set[str]] = {}
+        intern = sys.intern
         for bundle in bundles:
             ns, slash, rng = bundle.rpartition("/")
             if not slash:
@@ -93,11 +97,12 @@ class BundleRangeCache:
             ranges = ns_map.get(ns)
             if ranges is None:
                 ranges = ns_map[ns] = set()
-            ranges.add(rng)
+            ranges.add(intern(rng))
         self._data[broker] = ns_map
 
     def add(self, broker: str, bundle: str) -> None:
-        self._data.setdefault(broker, {}).setdefault(namespace_of_bundle(bundle), set()).add(bundle_range_of(bundle))
+        self._data.setdefault(broker, {}).setdefault(namespace_of_bundle(bundle), set()).add(
+            sys.intern(bundle_range_of(bundle)))
 
     def count(self, broker: str, namespace: str) -> int:
         ranges = self._data.get(broker, {}).get(namespace)
