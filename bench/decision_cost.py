@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import shedders
@@ -116,6 +117,20 @@ def _series_row(name: str, sizes: list[int], per_call: list[float], unit_size: s
                         "runs_us": {k: [round(x * 1e6, 3) for x in v] for k, v in samples.items()}})
 
 
+def _measure(make_call: Callable[[int], Callable[[], None]], sizes: list[int], max_calls: int,
+             budget: float, reps: int) -> tuple[list[float], dict[str, list[float]]]:
+    """Median us per call at each size (`make_call(size)` gives the call), and every repetition's."""
+    per_call, samples = [], {}
+    for n in sizes:
+        call = make_call(n)
+        t = _per_call(call, 1, 1)[0]
+        calls = max(3, min(max_calls, int(budget / max(t, 1e-7))))
+        med, runs = _per_call(call, calls, reps)
+        per_call.append(med)
+        samples[str(n)] = runs
+    return per_call, samples
+
+
 def run_bench(opts: Options) -> list[Row]:
     conf = ServiceConfig()
     reps = opts.repetitions(5, 3)
@@ -126,39 +141,25 @@ def run_bench(opts: Options) -> list[Row]:
     placements = {n: load_data(n, n * BUNDLES_PER_CANDIDATE, opts.seed) for n in cand_sizes}
     new_bundle = BundleData.default()
     for name in strategies.names():
-        per_call, samples = [], {}
-        for n in cand_sizes:
+        def placement_call(n: int, name: str = name) -> Callable[[], None]:
             data = placements[n]
             candidates = set(data.broker_data)
             strategy = strategies.create(name, rng=random.Random(opts.seed))
             strategy.on_active_brokers_change(set(candidates))
+            return lambda: strategy.select_broker(candidates, new_bundle, data, conf)
 
-            def call() -> None:
-                strategy.select_broker(candidates, new_bundle, data, conf)
-
-            t = _per_call(call, 1, 1)[0]
-            calls = max(3, min(20_000, int(budget / max(t, 1e-7))))
-            med, runs = _per_call(call, calls, reps)
-            per_call.append(med)
-            samples[str(n)] = runs
+        per_call, samples = _measure(placement_call, cand_sizes, 20_000, budget, reps)
         rows.append(_series_row(f"decision.select_broker.{name}", cand_sizes, per_call, "candidates",
                                 reps, samples))
     sheds = {n: load_data(SHED_BROKERS, n, opts.seed) for n in bundle_sizes}
     for name in shedders.names():
-        per_call, samples = [], {}
-        for n in bundle_sizes:
+        def shedding_call(n: int, name: str = name) -> Callable[[], None]:
             data = sheds[n]
             shedder = shedders.create(name, rng=random.Random(opts.seed))
             shedder.on_active_brokers_change(set(data.broker_data))
+            return lambda: shedder.find_bundles_for_unloading(data, conf)
 
-            def call() -> None:
-                shedder.find_bundles_for_unloading(data, conf)
-
-            t = _per_call(call, 1, 1)[0]
-            calls = max(3, min(2_000, int(budget / max(t, 1e-7))))
-            med, runs = _per_call(call, calls, reps)
-            per_call.append(med)
-            samples[str(n)] = runs
+        per_call, samples = _measure(shedding_call, bundle_sizes, 2_000, budget, reps)
         rows.append(_series_row(f"decision.find_bundles.{name}", bundle_sizes, per_call, "bundles",
                                 reps, samples))
     return rows

@@ -279,13 +279,14 @@ class Broker(Actor):
     # ================================================================== lookups
 
     def _on_lookup(self, msg: LookupTopic, reply: Reply) -> None:
-        """Lookups are answered from memory or by a done-callback on the bundle's resolution.
+        """Lookups are answered from memory or by their bundle's resolution.
 
         As Pulsar's handler runs on its I/O thread up to the first asynchronous step, a lookup whose
         bundle is owned and active here is answered at once, and one whose (bundle, authoritative)
-        resolution is in flight joins it. A task runs per resolution, and per lookup only while its
-        namespace's bundles are being loaded: in a lookup storm nearly every lookup shares a
-        resolution, and a task per waiting lookup used to be most of the cost."""
+        resolution is in flight waits in that resolution's list, which `_resolve` answers. A task
+        runs per resolution, and per lookup only while its namespace's bundles are being loaded: in
+        a lookup storm nearly every lookup shares a resolution, and a task per waiting lookup used
+        to be most of the cost."""
         stats = self.stats
         stats.lookups += 1
         if stats.pending >= self.conf.max_concurrent_lookup_request:
@@ -316,10 +317,8 @@ class Broker(Actor):
                                  started: float) -> None:
         try:
             bundles = await self.namespace_bundles(namespace)
-        except LookupFailure as e:
+        except LookupFailure as e:  # namespace_bundles turns store errors into LookupFailures
             self._answer(reply, started, e)
-        except MetadataStoreError as e:
-            self._answer(reply, started, LookupFailure(ServerError.METADATA_ERROR, str(e)))
         except BaseException:
             self.stats.pending -= 1
             raise
@@ -470,8 +469,6 @@ class Broker(Actor):
                 decide_here = True
                 # Pulsar logs this at WARN per lookup; at info here, or a leader drain floods stderr
                 self.log.info("leader not active, deciding locally", bundle=bundle, leader=leader)
-            if not decide_here:
-                self._local_lm = None  # a leader decides again: free the local view (see _select_locally)
             if decide_here:
                 candidate = await self._get_least_loaded(bundle, non_persistent)
                 if candidate is None:
@@ -480,6 +477,7 @@ class Broker(Actor):
                     )
                 authoritative_redirect = True
             else:
+                self._local_lm = None  # a leader decides again: free the local view (see _select_locally)
                 candidate = leader
         assert candidate is not None
         if candidate == self.broker_id:
@@ -901,6 +899,7 @@ class Broker(Actor):
         self.leader_id = self.broker_id
         if not was:
             self.log.info("This broker was elected leader")
+            self._local_lm = None  # the leader actor decides from now on
             self.leader_actor = self._leader_factory(self)
             self.system.spawn(self.leader_actor, parent=self)
             self.events.emit("leader_elected", broker=self.broker_id)
