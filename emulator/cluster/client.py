@@ -29,6 +29,7 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 from .events import ClusterEvents
 from .messages import (
     Attach,
+    AttachResult,
     CloseHandle,
     ConnectionClosed,
     CreateHandles,
@@ -229,11 +230,33 @@ class PulsarClient(Actor):
                 self._connection_lost(h, reason)
 
     async def _grab_cnx(self, h: Handle, delay: float) -> None:
+        """ConnectionHandler.grabCnx until connected: a lookup, then the attach; a failure fails the
+        creation past its deadline, or retries after backoff.next().
+
+        The attach is awaited here rather than in a helper coroutine: a storm holds one of these
+        per producer at once (100,000 after a cluster restart), and each nested coroutine is one
+        more object the garbage collector walks and one more frame every answer resumes."""
         try:
             if delay > 0:
                 await anyio.sleep(delay)
             while h.state == "connecting":
-                error = await self._try_connect(h)
+                try:
+                    broker_id = await self.get_broker(h.topic)
+                except LookupFailed as e:
+                    error: str | None = e.reason
+                else:
+                    try:
+                        if self.network.latency:
+                            await anyio.sleep(2 * self.network.latency)
+                        result = await self.network.broker(broker_id).ask(
+                            Attach(h.topic, h.id, self.name, h.kind),
+                            timeout=self.settings.operation_timeout)
+                    except ActorDead:
+                        error = "connection refused"
+                    except AskTimeout:
+                        error = "attach timed out"
+                    else:
+                        error = self._attached(h, broker_id, result)
                 if error is None:
                     return
                 # connectionFailed: fail creation past the deadline, otherwise reconnectLater
@@ -247,21 +270,8 @@ class PulsarClient(Actor):
         finally:
             h.task_running = False
 
-    async def _try_connect(self, h: Handle) -> str | None:
-        """One grabCnx: lookup, then attach. None on success, else the failure reason."""
-        try:
-            broker_id = await self.get_broker(h.topic)
-        except LookupFailed as e:
-            return e.reason
-        try:
-            if self.network.latency:
-                await anyio.sleep(2 * self.network.latency)
-            result = await self.network.broker(broker_id).ask(
-                Attach(h.topic, h.id, self.name, h.kind), timeout=self.settings.operation_timeout)
-        except ActorDead:
-            return "connection refused"
-        except AskTimeout:
-            return "attach timed out"
+    def _attached(self, h: Handle, broker_id: str, result: AttachResult) -> str | None:
+        """The broker's answer to an attach: None once connected, else the failure reason."""
         if h.state != "connecting":
             return None
         if not result.ok:
@@ -296,30 +306,15 @@ class PulsarClient(Actor):
     async def get_broker(self, topic: str) -> str:
         """BinaryProtoLookupService.getBroker: the owner's broker id, lookups of a topic shared.
 
-        The first caller runs the lookup; later callers of the same topic wait on futures it
-        resolves (made only for them: most lookups are never shared)."""
+        The first caller runs the lookup (its redirects followed here, in the same coroutine, for
+        the reason `_grab_cnx` gives); later callers of the same topic wait on futures it resolves
+        (made only for them: most lookups are never shared)."""
         waiters = self._lookups.get(topic)
         if waiters is not None:
             fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             waiters.append(fut)
             return await fut
         waiters = self._lookups[topic] = []
-        try:
-            broker = await self._find_broker(topic)
-        except BaseException as e:
-            del self._lookups[topic]
-            error = e if isinstance(e, LookupFailed) else LookupFailed("interrupted")
-            for w in waiters:
-                if not w.done():
-                    w.set_exception(error)
-            raise
-        del self._lookups[topic]
-        for w in waiters:
-            if not w.done():
-                w.set_result(broker)
-        return broker
-
-    async def _find_broker(self, topic: str) -> str:
         s = self.settings
         stats = self.stats
         stats.lookups += 1
@@ -347,7 +342,7 @@ class PulsarClient(Actor):
                 if resp.response is LookupType.CONNECT:
                     record.outcome = f"Connect:{resp.broker_id}"
                     stats.lookups_connected += 1
-                    return resp.broker_id
+                    break
                 if resp.response is LookupType.REDIRECT:
                     stats.lookup_redirects += 1
                     redirects += 1
@@ -357,17 +352,31 @@ class PulsarClient(Actor):
                 self._on_server_error(broker.name, resp.error)
                 raise LookupFailed(f"{resp.error.value if resp.error else 'Failed'}: {resp.message}",
                                    resp.error)
-        except LookupFailed as e:
-            stats.lookups_failed += 1
-            key = e.reason.split(":", 1)[0]
-            stats.failures_by_reason[key] = stats.failures_by_reason.get(key, 0) + 1
-            record.outcome = f"Failed:{e.reason}"
+        except BaseException as e:
+            if isinstance(e, LookupFailed):
+                stats.lookups_failed += 1
+                key = e.reason.split(":", 1)[0]
+                stats.failures_by_reason[key] = stats.failures_by_reason.get(key, 0) + 1
+                record.outcome = f"Failed:{e.reason}"
+            self._lookup_ended(topic, rid, record)
+            error = e if isinstance(e, LookupFailed) else LookupFailed("interrupted")
+            for w in waiters:
+                if not w.done():
+                    w.set_exception(error)
             raise
-        finally:
-            record.end = self.now
-            del self.in_flight[rid]
-            if s.record_lookups:
-                self.records.append(record)
+        self._lookup_ended(topic, rid, record)
+        broker_id = resp.broker_id
+        for w in waiters:
+            if not w.done():
+                w.set_result(broker_id)
+        return broker_id
+
+    def _lookup_ended(self, topic: str, rid: int, record: LookupRecord) -> None:
+        record.end = self.now
+        del self.in_flight[rid]
+        del self._lookups[topic]
+        if self.settings.record_lookups:
+            self.records.append(record)
 
     def _on_server_error(self, broker_id: str, error: ServerError | None) -> None:
         if error is ServerError.SERVICE_NOT_READY:
