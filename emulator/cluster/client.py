@@ -155,6 +155,7 @@ class PulsarClient(Actor):
         self.in_flight: dict[int, LookupRecord] = {}
         self.records: list[LookupRecord] = []
         self.stats = ClientStats()
+        self._connected = 0   # handles in state "connected": counted, not scanned (waits poll it)
         self._rejections: dict[str, tuple[int, float]] = {}
 
     async def on_start(self) -> None:
@@ -195,6 +196,8 @@ class PulsarClient(Actor):
         h = self.handles.get(hid)
         if h is None:
             return
+        if h.state == "connected":
+            self._connected -= 1
         broker_id, h.state = h.broker_id, "closed"
         if broker_id is not None:
             try:
@@ -213,6 +216,8 @@ class PulsarClient(Actor):
 
     def _connection_lost(self, h: Handle, reason: str) -> None:
         """ConnectionHandler.connectionClosed: reconnect after backoff.next()."""
+        if h.state == "connected":
+            self._connected -= 1
         h.state = "connecting"
         h.broker_id = None
         h.down_since = self.now
@@ -282,6 +287,7 @@ class PulsarClient(Actor):
         self.stats.attaches += 1
         self.network.connect(self.name, broker_id)
         h.state = "connected"
+        self._connected += 1
         h.broker_id = broker_id
         h.created = True
         h.backoff.reset()
@@ -394,7 +400,7 @@ class PulsarClient(Actor):
     # ------------------------------------------------------------------ views
 
     def connected_count(self) -> int:
-        return sum(1 for h in self.handles.values() if h.state == "connected")
+        return self._connected
 
     def pending_count(self) -> int:
         return sum(1 for h in self.handles.values() if h.state == "connecting")

@@ -96,3 +96,27 @@ async def test_same_seed_gives_the_identical_decision_sequence():
     assert a and a == b
     # and the seed is what decides: ties among equally loaded brokers go another way
     assert await _decision_trace(22) != a
+
+
+@pytest.mark.anyio
+async def test_connected_count_follows_every_handle_through_a_crash_and_a_close():
+    """The client counts its connected handles as they change state; the count must equal a scan
+    of the handles after connecting, after a crash drops some, after they return, after a close."""
+    async with emulated_cluster(3, seed=13, namespaces={NS: 8}) as cluster:
+        client = cluster.add_client()
+        ids = client.create_handles(topics(60))
+
+        def scanned() -> int:
+            return sum(1 for h in client.handles.values() if h.state == "connected")
+
+        await cluster.wait_until(lambda: scanned() == 60)
+        assert client.connected_count() == 60
+        victim = sorted(set(cluster.ownership().values()))[0]
+        cluster.kill_broker(victim)
+        await anyio.sleep(0.001)
+        assert 0 < scanned() < 60
+        assert client.connected_count() == scanned()
+        await cluster.wait_until(lambda: scanned() == 60, timeout=600)
+        assert client.connected_count() == 60
+        await client.close_handle(ids[0])
+        assert client.connected_count() == scanned() == 59
