@@ -288,3 +288,18 @@ count = 10
         m.select(TopicSelector(group="nope"), rng)
     with pytest.raises(ValueError, match="not in the scenario"):
         m.select(TopicSelector(topics=["a/y/zzz"]), rng)
+
+
+def test_jittered_diurnal_matches_the_direct_sine_at_any_time():
+    """The per-topic phases are folded into fixed cos/sin terms; the factor must stay the direct
+    1 + A sin(omega (t + phase)) to within rounding, over days of emulated time."""
+    from emulator.workload.traffic import _Diurnal
+
+    rng = np.random.default_rng(5)
+    phase = 5400.0 + rng.uniform(-600.0, 600.0, 1000)
+    d = _Diurnal(None, 0.35, 86_400.0, phase)
+    for t in (0.0, 1.0, 3_600.0, 43_210.5, 86_400.0, 7 * 86_400.0 + 17.25):
+        direct = 1.0 + 0.35 * np.sin(2.0 * math.pi / 86_400.0 * (t + phase))
+        np.testing.assert_allclose(d.factor(t), direct, rtol=0, atol=1e-12)
+    flat = _Diurnal(None, 0.5, 3_600.0, 900.0)
+    assert flat.factor(0.0) == pytest.approx(1.5)
