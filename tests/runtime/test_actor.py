@@ -489,3 +489,81 @@ async def test_an_error_in_the_system_block_propagates_as_itself():
             await calc.ask(Add(1, 1))
             raise KeyError("body failed")
     assert not calc.alive
+
+
+# --------------------------------------------------------------------------- ask_then / call_later
+
+
+class Asker(Actor):
+    """Collects ask_then outcomes; `then` raises when told to, to crash this actor."""
+
+    def __init__(self, name, system):
+        super().__init__(name, system)
+        self.got = []
+        self.raise_in_then = False
+
+    async def receive(self, msg, reply):
+        pass
+
+    def then(self, tag, value, error):
+        if self.raise_in_then:
+            raise RuntimeError("then failed")
+        self.got.append((tag, value, None if error is None else type(error).__name__,
+                         anyio.current_time()))
+
+
+async def test_ask_then_delivers_values_errors_timeouts_and_deaths_to_the_asker():
+    async with make_system() as system:
+        calc = system.spawn(Calculator("calc", system))
+        asker = system.spawn(Asker("asker", system))
+        calc.ask_then(Add(2, 3), asker.then, "add", asker=asker, timeout=5.0)
+        calc.ask_then(Fail("no"), asker.then, "fail", asker=asker)
+        calc.ask_then("ignore", asker.then, "ignored", asker=asker, timeout=2.0)
+        await anyio.sleep(0.5)
+        assert asker.got == [("add", 5, None, 0.0), ("fail", None, "ValueError", 0.0)]
+        assert len(system._deadlines) == 1           # only the ignored ask still has a deadline
+        await anyio.sleep(2.0)
+        assert asker.got[2] == ("ignored", None, "AskTimeout", 2.0)
+        assert len(system._deadlines) == 0
+        calc.ask_then("slow", asker.then, "slow", asker=asker)
+        await anyio.sleep(1.0)
+        calc.kill()                                   # dies before answering
+        await anyio.sleep(0)
+        assert asker.got[3][:3] == ("slow", None, "ActorDead")
+        assert not calc._open
+        with pytest.raises(ActorDead):
+            calc.ask_then(Add(1, 1), asker.then, "late", asker=asker)
+
+
+async def test_ask_then_skips_a_dead_asker_and_crashes_it_when_the_callback_raises():
+    async with make_system() as system:
+        calc = system.spawn(Calculator("calc", system))
+        gone = system.spawn(Asker("gone", system))
+        calc.ask_then("slow", gone.then, "x", asker=gone)
+        gone.kill()
+        await anyio.sleep(11)
+        assert gone.got == []                         # answered after the asker died: skipped
+        fragile = system.spawn(Asker("fragile", system))
+        fragile.raise_in_then = True
+        calc.ask_then(Add(1, 2), fragile.then, "y", asker=fragile)
+        await anyio.sleep(0.1)
+        assert not fragile.alive
+        assert [f.actor for f in system.failures] == ["fragile"]
+
+
+async def test_call_later_runs_on_the_emulated_clock_only_while_the_actor_lives():
+    async with make_system() as system:
+        a = system.spawn(Asker("a", system))
+        ran = []
+        a.call_later(3.0, lambda tag: ran.append((tag, anyio.current_time())), "three")
+        a.call_later(0, lambda tag: ran.append((tag, anyio.current_time())), "now")
+        await anyio.sleep(5)
+        assert ran == [("now", 0.0), ("three", 3.0)]
+        a.call_later(1.0, lambda: ran.append("after death"))
+        a.kill()
+        await anyio.sleep(2)
+        assert ran == [("now", 0.0), ("three", 3.0)]
+        b = system.spawn(Asker("b", system))
+        b.call_later(0, lambda: 1 / 0)
+        await anyio.sleep(0.1)
+        assert not b.alive and system.failures[-1].actor == "b"
