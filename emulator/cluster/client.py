@@ -16,12 +16,10 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import random
 from typing import Any
 
-import anyio
 import msgspec
 
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
@@ -36,6 +34,7 @@ from .messages import (
     Detach,
     HandleKind,
     LookupTopic,
+    LookupTopicResponse,
     LookupType,
     ServerError,
 )
@@ -137,6 +136,22 @@ class Handle:
         self.task_running = False
 
 
+class _Lookup:
+    """One lookup in flight: where it is in its redirects, and the handles waiting for it."""
+
+    __slots__ = ("topic", "rid", "record", "address", "authoritative", "redirects", "waiters")
+
+    def __init__(self, topic: str, rid: int, record: LookupRecord, address: str,
+                 first: Handle) -> None:
+        self.topic = topic
+        self.rid = rid
+        self.record = record
+        self.address = address
+        self.authoritative = False
+        self.redirects = 0
+        self.waiters = [first]
+
+
 class PulsarClient(Actor):
     def __init__(self, name: str, system: ActorSystem, *, network: Network, service_urls: list[str],
                  events: ClusterEvents, settings: ClientSettings | None = None) -> None:
@@ -151,7 +166,7 @@ class PulsarClient(Actor):
         self.handles: dict[int, Handle] = {}
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
-        self._lookups: dict[str, list[asyncio.Future[str]]] = {}
+        self._lookups: dict[str, _Lookup] = {}
         self.in_flight: dict[int, LookupRecord] = {}
         self.records: list[LookupRecord] = []
         self.stats = ClientStats()
@@ -212,7 +227,7 @@ class PulsarClient(Actor):
         if h.task_running or h.state in ("closed", "failed"):
             return
         h.task_running = True
-        self.start_soon(self._grab_cnx, h, delay)
+        self.call_later(delay, self._grab_cnx, h)
 
     def _connection_lost(self, h: Handle, reason: str) -> None:
         """ConnectionHandler.connectionClosed: reconnect after backoff.next()."""
@@ -234,46 +249,61 @@ class PulsarClient(Actor):
             if h.state == "connected" and h.broker_id == broker_id:
                 self._connection_lost(h, reason)
 
-    async def _grab_cnx(self, h: Handle, delay: float) -> None:
-        """ConnectionHandler.grabCnx until connected: a lookup, then the attach; a failure fails the
-        creation past its deadline, or retries after backoff.next().
+    # Connecting is written as callbacks (Actor.call_later / ask_then), not as a task per handle:
+    # a storm holds every producer's attempt at once (100,000 after a cluster restart), and a task
+    # with its coroutine frames per producer was most of the client's cost and of the collector's
+    # work. The steps are ConnectionHandler's: grabCnx (a lookup, then the attach), then on a
+    # failure connectionFailed (fail the creation past its deadline) or reconnectLater (backoff).
 
-        The attach is awaited here rather than in a helper coroutine: a storm holds one of these
-        per producer at once (100,000 after a cluster restart), and each nested coroutine is one
-        more object the garbage collector walks and one more frame every answer resumes."""
-        try:
-            if delay > 0:
-                await anyio.sleep(delay)
-            while h.state == "connecting":
-                try:
-                    broker_id = await self.get_broker(h.topic)
-                except LookupFailed as e:
-                    error: str | None = e.reason
-                else:
-                    try:
-                        if self.network.latency:
-                            await anyio.sleep(2 * self.network.latency)
-                        result = await self.network.broker(broker_id).ask(
-                            Attach(h.topic, h.id, self.name, h.kind),
-                            timeout=self.settings.operation_timeout)
-                    except ActorDead:
-                        error = "connection refused"
-                    except AskTimeout:
-                        error = "attach timed out"
-                    else:
-                        error = self._attached(h, broker_id, result)
-                if error is None:
-                    return
-                # connectionFailed: fail creation past the deadline, otherwise reconnectLater
-                if not h.created and self.now > h.deadline:
-                    h.state = "failed"
-                    self.stats.creation_failures += 1
-                    self.events.emit("handle_failed", client=self.name, topic=h.topic,
-                                     handle=h.id, reason=error)
-                    return
-                await anyio.sleep(h.backoff.next(self.system.clock.now_ms()) / 1000.0)
-        finally:
+    def _grab_cnx(self, h: Handle) -> None:
+        if h.state != "connecting":
             h.task_running = False
+            return
+        self._get_broker(h)
+
+    def _on_broker(self, h: Handle, broker_id: str | None, error: str | None) -> None:
+        """The lookup's answer: attach to the owner (after a wire round trip), or fail."""
+        if broker_id is None:
+            self._connection_failed(h, error or "lookup failed")
+        elif self.network.latency:
+            self.call_later(2 * self.network.latency, self._attach, h, broker_id)
+        else:
+            self._attach(h, broker_id)
+
+    def _attach(self, h: Handle, broker_id: str) -> None:
+        try:
+            self.network.broker(broker_id).ask_then(
+                Attach(h.topic, h.id, self.name, h.kind), self._on_attach_result, h, broker_id,
+                asker=self, timeout=self.settings.operation_timeout)
+        except ActorDead:
+            self._connection_failed(h, "connection refused")
+
+    def _on_attach_result(self, h: Handle, broker_id: str, result: AttachResult | None,
+                          error: BaseException | None) -> None:
+        if isinstance(error, ActorDead):
+            reason: str | None = "connection refused"
+        elif isinstance(error, AskTimeout):
+            reason = "attach timed out"
+        elif error is not None:
+            raise error
+        else:
+            assert result is not None
+            reason = self._attached(h, broker_id, result)
+        if reason is None:
+            h.task_running = False
+        else:
+            self._connection_failed(h, reason)
+
+    def _connection_failed(self, h: Handle, reason: str) -> None:
+        """connectionFailed: fail the creation past its deadline, otherwise reconnectLater."""
+        if not h.created and self.now > h.deadline:
+            h.state = "failed"
+            h.task_running = False
+            self.stats.creation_failures += 1
+            self.events.emit("handle_failed", client=self.name, topic=h.topic, handle=h.id,
+                             reason=reason)
+            return
+        self.call_later(h.backoff.next(self.system.clock.now_ms()) / 1000.0, self._grab_cnx, h)
 
     def _attached(self, h: Handle, broker_id: str, result: AttachResult) -> str | None:
         """The broker's answer to an attach: None once connected, else the failure reason."""
@@ -309,80 +339,89 @@ class PulsarClient(Actor):
         self._url_index = (self._url_index + 1) % len(urls)
         return urls[self._url_index]
 
-    async def get_broker(self, topic: str) -> str:
-        """BinaryProtoLookupService.getBroker: the owner's broker id, lookups of a topic shared.
-
-        The first caller runs the lookup (its redirects followed here, in the same coroutine, for
-        the reason `_grab_cnx` gives); later callers of the same topic wait on futures it resolves
-        (made only for them: most lookups are never shared)."""
-        waiters = self._lookups.get(topic)
-        if waiters is not None:
-            fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            waiters.append(fut)
-            return await fut
-        waiters = self._lookups[topic] = []
-        s = self.settings
-        stats = self.stats
-        stats.lookups += 1
+    def _get_broker(self, h: Handle) -> None:
+        """BinaryProtoLookupService.getBroker: lookups of a topic in flight are shared
+        (lookupInProgress); the answer goes to every handle waiting on it (`_on_broker`)."""
+        lookup = self._lookups.get(h.topic)
+        if lookup is not None:
+            lookup.waiters.append(h)
+            return
+        topic = h.topic
+        self.stats.lookups += 1
         rid = next(self._request_ids)
         record = LookupRecord(topic=topic, start=self.now)
         self.in_flight[rid] = record
-        address = self._next_service_url()
-        authoritative = False
-        redirects = 0
-        try:
-            while True:
-                if s.max_lookup_redirects > 0 and redirects > s.max_lookup_redirects:
-                    raise LookupFailed(f"Too many redirects: {redirects}")
-                try:
-                    broker = self.network.broker(address)
-                    if self.network.latency:   # a round trip on the wire
-                        await anyio.sleep(2 * self.network.latency)
-                    resp = await broker.ask(LookupTopic(topic, authoritative, rid),
-                                            timeout=s.operation_timeout)
-                except ActorDead:
-                    raise LookupFailed("connection refused") from None
-                except AskTimeout:
-                    raise LookupFailed("lookup timed out") from None
-                record.hops.append((broker.name, authoritative, resp.response.value))
-                if resp.response is LookupType.CONNECT:
-                    record.outcome = f"Connect:{resp.broker_id}"
-                    stats.lookups_connected += 1
-                    break
-                if resp.response is LookupType.REDIRECT:
-                    stats.lookup_redirects += 1
-                    redirects += 1
-                    address = resp.broker_id
-                    authoritative = resp.authoritative
-                    continue
-                self._on_server_error(broker.name, resp.error)
-                raise LookupFailed(f"{resp.error.value if resp.error else 'Failed'}: {resp.message}",
-                                   resp.error)
-        except BaseException as e:
-            if isinstance(e, LookupFailed):
-                stats.lookups_failed += 1
-                key = e.reason.split(":", 1)[0]
-                stats.failures_by_reason[key] = stats.failures_by_reason.get(key, 0) + 1
-                record.outcome = f"Failed:{e.reason}"
-            self._lookup_ended(topic, rid, record)
-            error = e if isinstance(e, LookupFailed) else LookupFailed("interrupted")
-            for w in waiters:
-                if not w.done():
-                    w.set_exception(error)
-            raise
-        self._lookup_ended(topic, rid, record)
-        broker_id = resp.broker_id
-        for w in waiters:
-            if not w.done():
-                w.set_result(broker_id)
-        return broker_id
+        lookup = self._lookups[topic] = _Lookup(topic, rid, record, self._next_service_url(), h)
+        self._lookup_send(lookup)
 
-    def _lookup_ended(self, topic: str, rid: int, record: LookupRecord) -> None:
+    def _lookup_send(self, lookup: _Lookup) -> None:
+        """One hop: ask `lookup.address`, with the authoritative flag the last redirect carried."""
+        s = self.settings
+        if s.max_lookup_redirects > 0 and lookup.redirects > s.max_lookup_redirects:
+            self._lookup_failed(lookup, f"Too many redirects: {lookup.redirects}")
+            return
+        try:
+            broker = self.network.broker(lookup.address)
+        except ActorDead:
+            self._lookup_failed(lookup, "connection refused")
+            return
+        if self.network.latency:   # a round trip on the wire
+            self.call_later(2 * self.network.latency, self._lookup_ask, lookup, broker)
+        else:
+            self._lookup_ask(lookup, broker)
+
+    def _lookup_ask(self, lookup: _Lookup, broker: Actor) -> None:
+        try:
+            broker.ask_then(LookupTopic(lookup.topic, lookup.authoritative, lookup.rid),
+                            self._on_lookup_response, lookup, broker, asker=self,
+                            timeout=self.settings.operation_timeout)
+        except ActorDead:
+            self._lookup_failed(lookup, "connection refused")
+
+    def _on_lookup_response(self, lookup: _Lookup, broker: Actor, resp: LookupTopicResponse | None,
+                            error: BaseException | None) -> None:
+        if isinstance(error, ActorDead):
+            self._lookup_failed(lookup, "connection refused")
+            return
+        if isinstance(error, AskTimeout):
+            self._lookup_failed(lookup, "lookup timed out")
+            return
+        if error is not None:
+            raise error
+        assert resp is not None
+        lookup.record.hops.append((broker.name, lookup.authoritative, resp.response.value))
+        if resp.response is LookupType.CONNECT:
+            lookup.record.outcome = f"Connect:{resp.broker_id}"
+            self.stats.lookups_connected += 1
+            self._lookup_ended(lookup, resp.broker_id, None)
+        elif resp.response is LookupType.REDIRECT:
+            self.stats.lookup_redirects += 1
+            lookup.redirects += 1
+            lookup.address = resp.broker_id
+            lookup.authoritative = resp.authoritative
+            self._lookup_send(lookup)
+        else:
+            self._on_server_error(broker.name, resp.error)
+            self._lookup_failed(
+                lookup, f"{resp.error.value if resp.error else 'Failed'}: {resp.message}")
+
+    def _lookup_failed(self, lookup: _Lookup, reason: str) -> None:
+        stats = self.stats
+        stats.lookups_failed += 1
+        key = reason.split(":", 1)[0]
+        stats.failures_by_reason[key] = stats.failures_by_reason.get(key, 0) + 1
+        lookup.record.outcome = f"Failed:{reason}"
+        self._lookup_ended(lookup, None, reason)
+
+    def _lookup_ended(self, lookup: _Lookup, broker_id: str | None, reason: str | None) -> None:
+        record = lookup.record
         record.end = self.now
-        del self.in_flight[rid]
-        del self._lookups[topic]
+        del self.in_flight[lookup.rid]
+        del self._lookups[lookup.topic]
         if self.settings.record_lookups:
             self.records.append(record)
+        for h in lookup.waiters:
+            self._on_broker(h, broker_id, reason)
 
     def _on_server_error(self, broker_id: str, error: ServerError | None) -> None:
         if error is ServerError.SERVICE_NOT_READY:
