@@ -55,7 +55,7 @@ class Cluster:
         self.conf = conf
         self.settings = settings
         self.load_source = load_source
-        self.events = ClusterEvents(system.clock)
+        self.events = ClusterEvents(system.clock, now=system.now)
         self.network = Network(latency=settings.network_latency)
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
         self.brokers: dict[str, Broker] = {}

@@ -240,8 +240,8 @@ class Actor:
 
     def _spawn_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...],
                     name: str | None) -> None:
-        """A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per lookup,
-        clients one per producer. It is tracked here and cancelled when the actor dies."""
+        """A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per bundle
+        resolution and admin operation. It is tracked here and cancelled when the actor dies."""
         self._tasks.add(asyncio.get_running_loop().create_task(self._guard(fn, args), name=name))
 
     async def stop(self) -> None:
