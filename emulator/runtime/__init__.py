@@ -16,6 +16,7 @@ from .clock import run as run
 from .errors import ActorDead as ActorDead
 from .errors import AskTimeout as AskTimeout
 from .gc_policy import RUN_GC_THRESHOLD as RUN_GC_THRESHOLD
+from .gc_policy import RUN_GC_THRESHOLD1 as RUN_GC_THRESHOLD1
 from .gc_policy import gc_tuned as gc_tuned
 from .reply import NO_REPLY as NO_REPLY
 from .reply import Reply as Reply
@@ -31,6 +32,7 @@ from .wall_loop import scaled_wall_loop_factory as scaled_wall_loop_factory
 __all__ = [
     "NO_REPLY",
     "RUN_GC_THRESHOLD",
+    "RUN_GC_THRESHOLD1",
     "Actor",
     "ActorDead",
     "ActorFailure",

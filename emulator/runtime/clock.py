@@ -106,8 +106,9 @@ def run(fn: Callable[..., Awaitable[T]], *args: Any, clock: Clock,
         gc_threshold: int | None = RUN_GC_THRESHOLD) -> T:
     """Run `await fn(*args)` on a new event loop made by `clock`; return its result.
 
-    During the run the garbage collector's first threshold is raised to `gc_threshold` (None:
-    untouched), which more than halves the wall time of large clusters (see `gc_policy`)."""
+    During the run the garbage collector's first threshold is raised to `gc_threshold` and its
+    second to `RUN_GC_THRESHOLD1` (None: both untouched), which more than halves the wall time of
+    large clusters (see `gc_policy`)."""
     if inspect.iscoroutine(fn):
         fn.close()
         raise TypeError("run() takes an async function and its arguments, not a coroutine:\n"

@@ -9,6 +9,14 @@ reference counting before any collection sees them; measured in the same storm (
 9.1 s at 700, 4.2 s at 20,000-100,000, 3.5 s with the collector off. Cycles are still collected,
 so memory stays bounded (peak RSS unchanged in that storm).
 
+The second threshold (young collections between two collections of the middle generation) is
+raised from 10 to 50 as well. A storm's producers and their requests live for a few young
+collections and then die by reference counting; every 10 young collections the middle generation
+walked all of them again. Measured at 100,000 topics, interleaved: lookups/s +8-10 % (threshold 10
+-> 50, the same with 100); the restart case (100 brokers, 65,000 bundles, 100,000 producers)
+spent 20.6 s instead of 33.2 s collecting, for a peak RSS of 3.76 instead of 3.64 GiB (100 gave
+3.86 GiB, hence 50).
+
 The threshold is process-wide state, so it is set for the duration of one run and restored
 afterwards; runs in several threads at once would share it.
 """
@@ -19,24 +27,31 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-__all__ = ["RUN_GC_THRESHOLD", "gc_tuned"]
+__all__ = ["RUN_GC_THRESHOLD", "RUN_GC_THRESHOLD1", "gc_tuned"]
 
 RUN_GC_THRESHOLD = 50_000
 """Allocations (net of frees) between young-generation collections during a run."""
 
+RUN_GC_THRESHOLD1 = 50
+"""Young collections between two collections of the middle generation during a run."""
+
 
 @contextlib.contextmanager
-def gc_tuned(threshold0: int | None = RUN_GC_THRESHOLD) -> Iterator[None]:
-    """Raise the collector's first threshold to at least `threshold0` inside the block (None: leave
-    the collector alone); the previous thresholds come back on exit."""
-    if threshold0 is not None and (isinstance(threshold0, bool) or not isinstance(threshold0, int)
-                                   or threshold0 < 1):
-        raise ValueError(f"gc threshold0 = {threshold0!r}; expected an int >= 1 or None")
+def gc_tuned(threshold0: int | None = RUN_GC_THRESHOLD,
+             threshold1: int = RUN_GC_THRESHOLD1) -> Iterator[None]:
+    """Raise the collector's first two thresholds to at least `threshold0` and `threshold1` inside
+    the block (threshold0 None: leave the collector alone); the previous thresholds come back on
+    exit."""
+    for name, value in (("threshold0", threshold0), ("threshold1", threshold1)):
+        if (value is not None or name == "threshold1") and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"gc {name} = {value!r}; expected an int >= 1"
+                             + (" or None" if name == "threshold0" else ""))
     if threshold0 is None:
         yield
         return
     old = gc.get_threshold()
-    gc.set_threshold(max(threshold0, old[0]), *old[1:])
+    gc.set_threshold(max(threshold0, old[0]), max(threshold1, old[1]), *old[2:])
     try:
         yield
     finally:

@@ -1,4 +1,4 @@
-"""gc_tuned: the collector's first threshold is raised for a run, then restored."""
+"""gc_tuned: the collector's first two thresholds are raised for a run, then restored."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ def default_thresholds():
 
 def test_threshold_raised_inside_and_restored_after(default_thresholds):
     with gc_tuned(50_000):
-        assert gc.get_threshold() == (50_000, 10, 10)
+        assert gc.get_threshold() == (50_000, 50, 10)
     assert gc.get_threshold() == (700, 10, 10)
+    with gc_tuned(50_000, 20):
+        assert gc.get_threshold() == (50_000, 20, 10)
 
 
 def test_restored_even_when_the_block_raises(default_thresholds):
@@ -31,19 +33,19 @@ def test_restored_even_when_the_block_raises(default_thresholds):
 
 
 def test_never_lowers_a_higher_threshold_and_none_leaves_it_alone(default_thresholds):
-    gc.set_threshold(200_000, 10, 10)
+    gc.set_threshold(200_000, 80, 10)
     with gc_tuned(50_000):
-        assert gc.get_threshold()[0] == 200_000
+        assert gc.get_threshold()[:2] == (200_000, 80)
     with gc_tuned(None):
-        assert gc.get_threshold()[0] == 200_000
+        assert gc.get_threshold()[:2] == (200_000, 80)
 
 
 def test_run_applies_it_for_the_duration_of_the_run(default_thresholds):
     async def main():
-        return gc.get_threshold()[0]
+        return gc.get_threshold()[:2]
 
-    assert run(main, clock=VirtualClock()) == 50_000
-    assert run(main, clock=VirtualClock(), gc_threshold=None) == 700
+    assert run(main, clock=VirtualClock()) == (50_000, 50)
+    assert run(main, clock=VirtualClock(), gc_threshold=None) == (700, 10)
     assert gc.get_threshold() == (700, 10, 10)
 
 
@@ -51,4 +53,7 @@ def test_run_applies_it_for_the_duration_of_the_run(default_thresholds):
 def test_a_bad_threshold_is_named(bad):
     with pytest.raises(ValueError, match="gc threshold0"):
         with gc_tuned(bad):
+            pass
+    with pytest.raises(ValueError, match="gc threshold1"):
+        with gc_tuned(50_000, bad):
             pass
