@@ -32,7 +32,7 @@ from .clock import ZERO_ORIGIN_LOOPS, Clock
 from .deadlines import Deadlines
 from .errors import ActorDead, AskTimeout
 from .mailbox import Mailbox
-from .reply import NO_REPLY, Reply
+from .reply import NO_REPLY, Reply, _check_exception
 from .rng import derive_rng
 from .supervision import ActorFailure, report_failure
 
@@ -191,13 +191,12 @@ class Actor:
             raise ActorDead(self.name, self._cause)
         timeout = _check_timeout(timeout)
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        reply = Reply(future)
+        reply = _ThenReply(loop, self, asker, then, args)
         self._open[reply] = None
         self._mailbox.put((msg, reply))
-        when = None if timeout is None else self.system._deadlines.add(
-            loop, future, self.name, msg, timeout)
-        future.add_done_callback(_Then(self, reply, when, asker, then, args))
+        if timeout is not None:
+            reply._when = self.system._deadlines.add(
+                loop, reply, self.name, msg, timeout)  # type: ignore[arg-type]
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
         """Run the plain function `fn(*args)` after `delay` emulated seconds (0: on the next loop
@@ -386,32 +385,63 @@ class Actor:
         self.system._crashed(self, error)
 
 
-class _Then:
-    """The done-callback of an `ask_then` future: forget the ask, then run the asker's callback."""
+class _ThenReply(Reply):
+    """The reply of an `ask_then`: answering schedules the asker's callback directly, with no
+    future in between (an asyncio future would add its own object, a done-callback registration
+    and three calls per request; the callback runs at the same loop turn either way).
 
-    __slots__ = ("target", "reply", "when", "asker", "then", "args")
+    It also answers to the two calls `Deadlines` makes on a future, `done()` and
+    `set_exception()`, so a timeout fails it like any ask."""
 
-    def __init__(self, target: Actor, reply: Reply, when: float | None, asker: Actor,
+    __slots__ = ("_done", "_loop", "_target", "_when", "_asker", "_then", "_args")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, target: Actor, asker: Actor,
                  then: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.target, self.reply, self.when = target, reply, when
-        self.asker, self.then, self.args = asker, then, args
+        self._done = False
+        self._loop = loop
+        self._target = target
+        self._when: float | None = None
+        self._asker = asker
+        self._then = then
+        self._args = args
 
-    def __call__(self, future: asyncio.Future[Any]) -> None:
-        target = self.target
-        target._open.pop(self.reply, None)
-        if self.when is not None:
-            target.system._deadlines.discard(self.when, future)
-        asker = self.asker
-        if asker._state is _DEAD or future.cancelled():
+    def done(self) -> bool:
+        return self._done
+
+    def ok(self, value: Any = None) -> None:
+        if not self._done:
+            self._finish(value, None)
+
+    def error(self, exc: BaseException) -> None:
+        _check_exception(exc)
+        if not self._done:
+            self._finish(None, exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        if not self._done:
+            self._finish(None, exc)
+
+    set_exception = _fail
+
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        self._done = True
+        self._loop.call_soon(self._deliver, value, error)
+
+    def _deliver(self, value: Any, error: BaseException | None) -> None:
+        target = self._target
+        target._open.pop(self, None)
+        if self._when is not None:
+            target.system._deadlines.discard(self._when, self)  # type: ignore[arg-type]
+        asker = self._asker
+        if asker._state is _DEAD:
             return
-        error = future.exception()
         try:
-            if error is None:
-                self.then(*self.args, future.result(), None)
-            else:
-                self.then(*self.args, None, error)
+            self._then(*self._args, value, error)
         except Exception as exc:
             asker._crash(exc)
+
+    def __repr__(self) -> str:
+        return f"<Reply {'answered' if self._done else 'pending'}>"
 
 
 # --------------------------------------------------------------------------- ActorSystem
