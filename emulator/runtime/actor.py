@@ -164,18 +164,14 @@ class Actor:
         reply = Reply(future)
         self._open[reply] = None
         self._mailbox.put((msg, reply))
-        if timeout is None:
-            try:
-                return await future
-            finally:
-                self._open.pop(reply, None)
         deadlines = self.system._deadlines
-        when = deadlines.add(loop, future, self.name, msg, timeout)
+        when = None if timeout is None else deadlines.add(loop, future, self.name, msg, timeout)
         try:
             return await future
         finally:
             self._open.pop(reply, None)
-            deadlines.discard(when, future)
+            if when is not None:
+                deadlines.discard(when, future)
 
     def ask_then(self, msg: Any, then: Callable[..., Any], *args: Any, asker: Actor,
                  timeout: float | None = None) -> None:
@@ -195,8 +191,7 @@ class Actor:
         self._open[reply] = None
         self._mailbox.put((msg, reply))
         if timeout is not None:
-            reply._when = self.system._deadlines.add(
-                loop, reply, self.name, msg, timeout)  # type: ignore[arg-type]
+            reply._when = self.system._deadlines.add(loop, reply, self.name, msg, timeout)
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
         """Run the plain function `fn(*args)` after `delay` emulated seconds (0: on the next loop
@@ -390,8 +385,8 @@ class _ThenReply(Reply):
     future in between (an asyncio future would add its own object, a done-callback registration
     and three calls per request; the callback runs at the same loop turn either way).
 
-    It also answers to the two calls `Deadlines` makes on a future, `done()` and
-    `set_exception()`, so a timeout fails it like any ask."""
+    It is a `Deadlines` `Pending` (`done()`, `set_exception()`), so a timeout fails it like any
+    ask; the callback runs as the asker's `call_later` functions do."""
 
     __slots__ = ("_done", "_loop", "_target", "_when", "_asker", "_then", "_args")
 
@@ -431,14 +426,8 @@ class _ThenReply(Reply):
         target = self._target
         target._open.pop(self, None)
         if self._when is not None:
-            target.system._deadlines.discard(self._when, self)  # type: ignore[arg-type]
-        asker = self._asker
-        if asker._state is _DEAD:
-            return
-        try:
-            self._then(*self._args, value, error)
-        except Exception as exc:
-            asker._crash(exc)
+            target.system._deadlines.discard(self._when, self)
+        self._asker._call_guarded(self._then, (*self._args, value, error))
 
     def __repr__(self) -> str:
         return f"<Reply {'answered' if self._done else 'pending'}>"

@@ -10,11 +10,19 @@ pending asks of its deadline in the order they were made.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import AskTimeout
 
-__all__ = ["Deadlines"]
+__all__ = ["Deadlines", "Pending"]
+
+
+class Pending(Protocol):
+    """What a deadline fails: an ask's future, or an `ask_then` reply."""
+
+    def done(self) -> bool: ...
+
+    def set_exception(self, exc: BaseException) -> Any: ...
 
 
 class _Bucket:
@@ -22,7 +30,7 @@ class _Bucket:
 
     def __init__(self) -> None:
         self.handle: asyncio.TimerHandle | None = None
-        self.waiting: dict[asyncio.Future[Any], tuple[str, Any, float]] = {}
+        self.waiting: dict[Pending, tuple[str, Any, float]] = {}
 
 
 class Deadlines:
@@ -33,7 +41,7 @@ class Deadlines:
     def __init__(self) -> None:
         self._buckets: dict[float, _Bucket] = {}
 
-    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], actor: str,
+    def add(self, loop: asyncio.AbstractEventLoop, future: Pending, actor: str,
             msg: Any, timeout: float) -> float:
         """Fail `future` with AskTimeout after `timeout` seconds unless `discard`ed first; returns
         the deadline to pass to `discard`."""
@@ -45,7 +53,7 @@ class Deadlines:
         bucket.waiting[future] = (actor, msg, timeout)
         return when
 
-    def discard(self, when: float, future: asyncio.Future[Any]) -> None:
+    def discard(self, when: float, future: Pending) -> None:
         bucket = self._buckets.get(when)
         if bucket is None or bucket.waiting.pop(future, None) is None or bucket.waiting:
             return

@@ -42,11 +42,10 @@ def gc_tuned(threshold0: int | None = RUN_GC_THRESHOLD,
     """Raise the collector's first two thresholds to at least `threshold0` and `threshold1` inside
     the block (threshold0 None: leave the collector alone); the previous thresholds come back on
     exit."""
-    for name, value in (("threshold0", threshold0), ("threshold1", threshold1)):
-        if (value is not None or name == "threshold1") and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"gc {name} = {value!r}; expected an int >= 1"
-                             + (" or None" if name == "threshold0" else ""))
+    if threshold0 is not None and not _positive_int(threshold0):
+        raise ValueError(f"gc threshold0 = {threshold0!r}; expected an int >= 1 or None")
+    if not _positive_int(threshold1):
+        raise ValueError(f"gc threshold1 = {threshold1!r}; expected an int >= 1")
     if threshold0 is None:
         yield
         return
@@ -56,3 +55,7 @@ def gc_tuned(threshold0: int | None = RUN_GC_THRESHOLD,
         yield
     finally:
         gc.set_threshold(*old)
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
