@@ -88,13 +88,6 @@ class Backoff:
         self._mandatory_stop_made = False
 
 
-class LookupFailed(Exception):
-    def __init__(self, reason: str, error: ServerError | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.error = error
-
-
 class LookupRecord(msgspec.Struct):
     """One client lookup, hop by hop: (broker asked, authoritative flag sent, answer type)."""
 
@@ -121,7 +114,7 @@ class Handle:
     """A producer or consumer and its ConnectionHandler state."""
 
     __slots__ = ("id", "topic", "kind", "state", "broker_id", "backoff", "created", "deadline",
-                 "down_since", "task_running")
+                 "down_since", "attempting")
 
     def __init__(self, hid: int, topic: str, kind: HandleKind, backoff: Backoff, deadline: float) -> None:
         self.id = hid
@@ -133,7 +126,17 @@ class Handle:
         self.created = False
         self.deadline = deadline
         self.down_since: float | None = None
-        self.task_running = False
+        self.attempting = False   # a grabCnx chain (lookup, attach, backoff) is under way
+
+
+def _transport_failure(error: BaseException, request: str) -> str:
+    """The failure reason of a request the broker never answered: refused (the broker is gone) or
+    timed out. Any other error is a bug and propagates (it crashes the client)."""
+    if isinstance(error, ActorDead):
+        return "connection refused"
+    if isinstance(error, AskTimeout):
+        return f"{request} timed out"
+    raise error
 
 
 class _Lookup:
@@ -224,9 +227,9 @@ class PulsarClient(Actor):
     # ------------------------------------------------------------------ connection handling
 
     def _schedule(self, h: Handle, delay: float) -> None:
-        if h.task_running or h.state in ("closed", "failed"):
+        if h.attempting or h.state in ("closed", "failed"):
             return
-        h.task_running = True
+        h.attempting = True
         self.call_later(delay, self._grab_cnx, h)
 
     def _connection_lost(self, h: Handle, reason: str) -> None:
@@ -257,7 +260,7 @@ class PulsarClient(Actor):
 
     def _grab_cnx(self, h: Handle) -> None:
         if h.state != "connecting":
-            h.task_running = False
+            h.attempting = False
             return
         self._get_broker(h)
 
@@ -280,17 +283,13 @@ class PulsarClient(Actor):
 
     def _on_attach_result(self, h: Handle, broker_id: str, result: AttachResult | None,
                           error: BaseException | None) -> None:
-        if isinstance(error, ActorDead):
-            reason: str | None = "connection refused"
-        elif isinstance(error, AskTimeout):
-            reason = "attach timed out"
-        elif error is not None:
-            raise error
+        if error is not None:
+            reason: str | None = _transport_failure(error, "attach")
         else:
             assert result is not None
             reason = self._attached(h, broker_id, result)
         if reason is None:
-            h.task_running = False
+            h.attempting = False
         else:
             self._connection_failed(h, reason)
 
@@ -298,7 +297,7 @@ class PulsarClient(Actor):
         """connectionFailed: fail the creation past its deadline, otherwise reconnectLater."""
         if not h.created and self.now > h.deadline:
             h.state = "failed"
-            h.task_running = False
+            h.attempting = False
             self.stats.creation_failures += 1
             self.events.emit("handle_failed", client=self.name, topic=h.topic, handle=h.id,
                              reason=reason)
@@ -380,14 +379,9 @@ class PulsarClient(Actor):
 
     def _on_lookup_response(self, lookup: _Lookup, broker: Actor, resp: LookupTopicResponse | None,
                             error: BaseException | None) -> None:
-        if isinstance(error, ActorDead):
-            self._lookup_failed(lookup, "connection refused")
-            return
-        if isinstance(error, AskTimeout):
-            self._lookup_failed(lookup, "lookup timed out")
-            return
         if error is not None:
-            raise error
+            self._lookup_failed(lookup, _transport_failure(error, "lookup"))
+            return
         assert resp is not None
         lookup.record.hops.append((broker.name, lookup.authoritative, resp.response.value))
         if resp.response is LookupType.CONNECT:
