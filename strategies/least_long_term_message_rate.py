@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from emulator.model.loaddata import PreallocatedBundles
+from emulator.model.loaddata import preallocated_long_term_msg_rate
 from strategies.base import BasePlacementStrategy, choose, placement_usage
 
 if TYPE_CHECKING:
@@ -26,14 +26,7 @@ def broker_score(broker_data: BrokerData, conf: ServiceConfig) -> float:
     overload_threshold = conf.load_balancer_broker_overloaded_threshold_percentage / 100.0
     if placement_usage(broker_data.local_data, conf) > overload_threshold:
         return math.inf
-    preallocated = broker_data.preallocated_bundle_data
-    if isinstance(preallocated, PreallocatedBundles):
-        total = preallocated.long_term_msg_rate()  # the same sum, kept up to date as bundles come
-    else:
-        total = 0.0
-        for bundle_data in preallocated.values():
-            long_term = bundle_data.long_term_data
-            total += long_term.msg_rate_in + long_term.msg_rate_out
+    total = preallocated_long_term_msg_rate(broker_data.preallocated_bundle_data)
     tad = broker_data.time_average_data
     return total + (tad.long_term_msg_rate_in + tad.long_term_msg_rate_out)
 

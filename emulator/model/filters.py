@@ -13,6 +13,7 @@ import sys
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
+from emulator.model.loaddata import preallocated_topics
 from emulator.model.policies import PolicyView
 
 if TYPE_CHECKING:
@@ -188,14 +189,7 @@ def filter_brokers_with_large_topic_count(
         if bd is not None:
             # in a lookup storm a broker holds thousands of preallocated bundles and every
             # assignment filters every candidate: the load manager's map keeps the sum
-            prealloc = bd.preallocated_bundle_data
-            kept_sum = getattr(prealloc, "topics", None)
-            if kept_sum is not None:
-                total = kept_sum()
-            else:
-                for p in prealloc.values():
-                    total += p.topics
-            total += bd.local_data.num_topics
+            total = preallocated_topics(bd.preallocated_bundle_data) + bd.local_data.num_topics
         if total <= max_topics:
             kept.append(broker)
     return kept if kept else cands

@@ -36,6 +36,8 @@ __all__ = [
     "TimeAverageBrokerData",
     "BrokerData",
     "PreallocatedBundles",
+    "preallocated_long_term_msg_rate",
+    "preallocated_topics",
     "LoadData",
     "SheddingView",
     "default_bundle_stats",
@@ -544,6 +546,29 @@ class PreallocatedBundles(dict):  # type: ignore[type-arg]
     def __ior__(self, other: Any) -> PreallocatedBundles:
         self.invalidate()
         return super().__ior__(other)  # type: ignore[no-any-return]
+
+
+def preallocated_long_term_msg_rate(preallocated: Mapping[str, BundleData]) -> float:
+    """Sum, in map order, of the preallocated bundles' long-term msg rate in + out (what
+    LeastLongTermMessageRate adds per candidate): kept by a `PreallocatedBundles`, added up otherwise."""
+    if isinstance(preallocated, PreallocatedBundles):
+        return preallocated.long_term_msg_rate()
+    total = 0.0
+    for data in preallocated.values():
+        long_term = data.long_term_data
+        total += long_term.msg_rate_in + long_term.msg_rate_out
+    return total
+
+
+def preallocated_topics(preallocated: Mapping[str, BundleData]) -> int:
+    """Sum of the preallocated bundles' topic counts (what the max-topics filter adds per
+    candidate): kept by a `PreallocatedBundles`, added up otherwise."""
+    if isinstance(preallocated, PreallocatedBundles):
+        return preallocated.topics()
+    total = 0
+    for data in preallocated.values():
+        total += data.topics
+    return total
 
 
 class BrokerData(msgspec.Struct, rename="camel"):
