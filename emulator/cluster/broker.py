@@ -38,7 +38,6 @@ from emulator.model.bundles import (
     parse_topic,
     split_boundaries,
     topic_hash,
-    topic_namespace,
 )
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
@@ -831,8 +830,9 @@ class Broker(Actor):
         reply.ok(_ATTACHED)
 
     def _on_detach(self, msg: Detach, reply: Reply) -> None:
-        bundles = self._ns_bundles.get(topic_namespace(msg.topic))
-        owned = self.owned.get(bundles.find_bundle(msg.topic)) if bundles else None
+        name, namespace = parse_topic(msg.topic)
+        bundles = self._ns_bundles.get(namespace)
+        owned = self.owned.get(bundles.bundle_of_full_name(name)) if bundles else None
         if owned is not None and owned.actor is not None and owned.actor.alive:
             owned.actor.detach(msg)
         reply.ok(None)

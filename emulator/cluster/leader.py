@@ -347,12 +347,11 @@ class LoadManagerLeader(Actor):
         if not conf.load_balancer_auto_bundle_split_enabled or len(self.lm.known_brokers) <= 1:
             return []
         counts: dict[str, int] = {}
-        for ns in self.lm.reported_namespaces():  # first-seen order, as a walk over every report
-            if ns not in counts:
-                try:
-                    counts[ns] = len(await self.broker.namespace_bundles(ns))
-                except Exception:  # namespace gone: nothing to split there
-                    counts[ns] = 1 << 30
+        for ns in self.lm.reported_namespaces():  # each once, first-seen order over every report
+            try:
+                counts[ns] = len(await self.broker.namespace_bundles(ns))
+            except Exception:  # namespace gone: nothing to split there
+                counts[ns] = 1 << 30
         to_split = self.lm.find_bundles_to_split(lambda ns: counts.get(ns, 0))
         done = []
         for bundle, owner in to_split.items():
