@@ -71,6 +71,8 @@ from .messages import (
 from .metadata_client import BadVersion, LockBusy, MetadataClient, MetadataStoreError
 from .metadata_messages import Notification, SessionEvent
 from .network import Network, host_of, service_url_of, web_url_of
+from .user_faults import UserCodeError
+from . import user_faults
 
 _json_encode = msgspec.json.encode
 
@@ -417,6 +419,8 @@ class Broker(Actor):
                 raise LookupFailure(ServerError.METADATA_ERROR, str(e)) from None
             except (ActorDead, AskTimeout) as e:
                 raise LookupFailure(ServerError.SERVICE_NOT_READY, str(e)) from None
+            except UserCodeError as e:  # TopicLookupBase.lookupTopicAsync's exceptionally
+                raise LookupFailure(ServerError.SERVICE_NOT_READY, str(e)) from None
         except LookupFailure as e:
             outcome = e
         except BaseException:
@@ -508,12 +512,15 @@ class Broker(Actor):
         from .modular_load_manager import ModularLoadManager
 
         now = self.now
-        if self._local_lm is None or now - self._local_lm_time >= self.report_interval:
-            if self._local_lm is None:
+        # `lm`, not `self._local_lm`, after the awaits: a leader elected meanwhile sets the attribute
+        # to None, and this decision finishes on the view it started with
+        lm = self._local_lm
+        if lm is None or now - self._local_lm_time >= self.report_interval:
+            if lm is None:
                 strategy = strategies.create(
                     self.conf.load_balancer_load_placement_strategy, rng=self.rng
                 )
-                self._local_lm = ModularLoadManager(
+                lm = self._local_lm = ModularLoadManager(
                     self.conf, strategy, self.rng, broker_id=self.broker_id, columnar=False
                 )
             available = await self.md.children(paths.BROKERS)
@@ -525,11 +532,14 @@ class Broker(Actor):
                         "report:" + b, node.data,
                         functools.partial(msgspec.json.decode, type=LocalBrokerData))
                 )
-            self._local_lm.update_all(available, reports, self.owned_bundle_names())
-            self._local_lm_time = now
-        broker, trace = self._local_lm.select_broker_for_assignment(
-            bundle, non_persistent=non_persistent
-        )
+            lm.update_all(available, reports, self.owned_bundle_names())
+            if self._local_lm is lm:
+                self._local_lm_time = now
+        try:
+            broker, trace = lm.select_broker_for_assignment(bundle, non_persistent=non_persistent)
+        except UserCodeError as fault:
+            user_faults.report(self.events, self.log, fault, outcome="lookup failed", bundle=bundle)
+            raise
         self.events.emit("assignment", bundle=bundle, broker=broker, leader=self.broker_id,
                          local=True, trace=trace)
         return broker

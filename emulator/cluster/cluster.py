@@ -56,6 +56,9 @@ class Cluster:
         self.settings = settings
         self.load_source = load_source
         self.events = ClusterEvents(system.clock, now=system.now)
+        # an actor crash is an emulator bug: observers (recorder, metrics) see it as an event
+        system.on_failure.append(lambda f: self.events.emit("actor_failed", actor=f.actor,
+                                                             error=f.error))
         self.network = Network(latency=settings.network_latency)
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
         self.brokers: dict[str, Broker] = {}

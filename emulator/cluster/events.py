@@ -32,6 +32,15 @@ class ClusterEvents:
         self._now = now if now is not None else clock.now
         self.listeners: list[Listener] = []
         self.counts: Counter[str] = Counter()
+        self._seen: set[Any] = set()
+
+    def first(self, key: Any) -> bool:
+        """True the first time `key` is given: a fault that repeats every lookup is logged once per
+        distinct error (and counted every time by its event)."""
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self.listeners.append(listener)

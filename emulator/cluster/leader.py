@@ -32,6 +32,8 @@ from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, Unloa
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .modular_load_manager import ModularLoadManager
+from . import user_faults
+from .user_faults import UserCodeError, call_user
 
 if TYPE_CHECKING:  # pragma: no cover
     from .broker import Broker
@@ -134,7 +136,12 @@ class LoadManagerLeader(Actor):
     async def receive(self, msg: Any, reply: Reply) -> None:
         kind = type(msg)
         if kind is SelectBrokerForAssignment:
-            reply.ok(self._select(msg))
+            try:
+                reply.ok(self._select(msg))
+            except UserCodeError as fault:  # the user's strategy raised: that lookup fails
+                user_faults.report(self.events, self.log, fault, outcome="lookup failed",
+                                   bundle=msg.bundle)
+                reply.error(fault)
         elif kind is Notification:
             self._on_notification(msg)
         elif kind is _Apply:
@@ -235,12 +242,16 @@ class LoadManagerLeader(Actor):
     # ------------------------------------------------------------------ load shedding
 
     async def _shedding_loop(self) -> None:
-        """LoadSheddingTask (3.x): fixed delay of loadBalancerSheddingIntervalMinutes after each run.
+        """LoadSheddingTask (3.x): fixed delay of loadBalancerSheddingIntervalMinutes after each run;
+        a user's shedder (or placement, picking a destination) that raises skips that cycle.
 
         The interval is read every round, so a dynamic change applies from the next one."""
         while True:
             await anyio.sleep(self.conf.load_balancer_shedding_interval_minutes * 60.0)
-            await self.do_load_shedding()
+            try:
+                await self.do_load_shedding()
+            except UserCodeError as fault:  # LoadSheddingTask.run: logged, the next cycle runs
+                user_faults.report(self.events, self.log, fault, outcome="shedding cycle skipped")
 
     async def do_load_shedding(self) -> list[tuple[str, str]]:
         """ModularLoadManagerImpl.doLoadShedding (pulsar-algorithms.md §8, steps 1-5). Returns the
@@ -259,7 +270,8 @@ class LoadManagerLeader(Actor):
         for bundle, t in list(recent.items()):
             if t < now_ms - grace_ms:
                 del recent[bundle]
-        plan = self.shedder.find_bundles_for_unloading(self.lm.load_data, conf)
+        plan = call_user("shedding", self.shedder, self.shedder.find_bundles_for_unloading,
+                         self.lm.load_data, conf)
         explanation = getattr(self.shedder, "last_explanation", None)
         self.events.emit("decision", decision="shedding_plan", shedder=type(self.shedder).__name__,
                          plan=[list(p) for p in plan], explanation=explanation)

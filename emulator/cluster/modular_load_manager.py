@@ -64,6 +64,8 @@ from strategies.least_long_term_message_rate import LeastLongTermMessageRate
 from strategies.least_resource_usage_with_weight import LeastResourceUsageWithWeight
 from strategies.round_robin import RoundRobinBrokerSelector
 
+from .user_faults import call_user
+
 __all__ = ["ModularLoadManager", "SYSTEM_NAMESPACE", "SelectionTrace", "UpdateResult"]
 
 SYSTEM_NAMESPACE = "pulsar/system"
@@ -559,7 +561,8 @@ class ModularLoadManager:
         else:
             selector = self.placement_strategy
         trace.selector = type(selector).__name__
-        chosen = select_broker_for_bundle(selector, set(candidates), bundle, data, load_data, conf)
+        chosen = call_user("placement", selector, select_broker_for_bundle,
+                           selector, set(candidates), bundle, data, load_data, conf)
         trace.scores = _scores_of(selector)
         if chosen is None:
             return None, trace
@@ -571,7 +574,8 @@ class ModularLoadManager:
             trace.overload_retry = True
             retry_candidates = self._policy_candidates(bundle, non_persistent)
             trace.overload_candidates = retry_candidates
-            retry = select_broker_for_bundle(
+            retry = call_user(
+                "placement", self.placement_strategy, select_broker_for_bundle,
                 self.placement_strategy, set(retry_candidates), bundle, data, load_data, conf
             )
             trace.overload_scores = _scores_of(self.placement_strategy)
