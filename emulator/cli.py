@@ -7,7 +7,8 @@
 
 Bad input (flags, scenario files, broker.conf) gets one line on stderr naming the file or flag, the key
 and the value, and exit code 2; never a traceback. A run stopped with Ctrl-C (or SIGTERM) prints the
-summary so far and exits 130 (143).
+summary so far and exits 130 (143). A run ends with 0, or 1 when an invariant was violated, or 3 when an
+actor crashed (an emulator bug: logged with its traceback, listed at the top of the summary).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from typing import Sequence
 
 EXIT_USAGE = 2
+EXIT_EMULATOR_BUG = 3  # an actor crashed during the run
 
 _DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*$")
 
@@ -206,6 +208,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     if result.interrupted == "SIGTERM":
         return 143
+    if result.actor_failures:
+        sys.stderr.write(f"pulsar-lb-emulator: {len(result.actor_failures)} actor failure(s): an emulator "
+                         "bug, please report it with the log\n")
+        return EXIT_EMULATOR_BUG
     return 1 if result.violations else 0
 
 

@@ -18,6 +18,8 @@ The tests must run on the virtual clock: give anyio the emulator's loop, e.g. in
 
 The invariant checker runs throughout (every `check_interval` emulated seconds) and once more at the end;
 any violation fails the block with an `InvariantViolation` that says which invariant broke, when and how.
+An actor that crashed during the block (an emulator bug) fails it with an `ActorFailed` naming each actor,
+when it crashed and the error (the traceback was logged at the crash).
 This module is also a pytest plugin (entry point `pulsar_lb_emulator`) providing the `pulsar_cluster`
 fixture.
 """
@@ -34,6 +36,16 @@ from emulator.runtime import VirtualEventLoop
 VIRTUAL_BACKEND = ("asyncio", {"loop_factory": VirtualEventLoop})
 
 
+class ActorFailed(AssertionError):
+    """Actors crashed while the cluster ran: an emulator bug, whatever the test asserted."""
+
+    def __init__(self, failures: list[Any]) -> None:
+        self.failures = list(failures)
+        lines = [f"  {f.actor} at t={f.time:.3f} s: {f.error}" for f in self.failures]
+        super().__init__(f"{len(lines)} actor failure(s) (emulator bug; tracebacks in the log):\n"
+                         + "\n".join(lines))
+
+
 @asynccontextmanager
 async def emulated_cluster(
     brokers: int = 3,
@@ -42,9 +54,13 @@ async def emulated_cluster(
     check_invariants: bool = True,
     check_interval: float = 1.0,
     wait_for_leader: bool = True,
+    strict: bool = True,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
     """Start an N-broker cluster on the running (virtual) loop, with the invariant checker on.
+
+    `strict`: an actor failure or invariant violation fails the block on exit (the CLI's runner passes
+    False: it reports both in the summary and the exit code instead).
 
     `cluster.decision_log` keeps every decision (assignments, shedding plans, unloads, skips, splits).
 
@@ -69,7 +85,11 @@ async def emulated_cluster(
                 tg.cancel_scope.cancel()
         if checker is not None:
             checker.check_now()
-            checker.raise_if_violated()
+        if strict:
+            if cluster.system.failures:
+                raise ActorFailed(cluster.system.failures)
+            if checker is not None:
+                checker.raise_if_violated()
 
 
 try:  # the plugin part; the helpers above work without pytest

@@ -41,8 +41,9 @@ class ClassRegistry:
             raise ValueError(f"{self._noun} {path!r}: expected 'pkg.module:Class'")
         try:
             module = importlib.import_module(module_name)
-        except ImportError as e:
-            raise ValueError(f"{self._noun} {path!r}: cannot import module {module_name!r} ({e})") from None
+        except Exception as e:  # ImportError, SyntaxError, anything the module raises at import
+            raise ValueError(f"{self._noun} {path!r}: cannot import module {module_name!r}: "
+                             f"{type(e).__name__}: {_one_line(e)}") from None
         cls = getattr(module, class_name, None)
         if cls is None:
             raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}")
@@ -79,4 +80,14 @@ class ClassRegistry:
     def create(self, name: str, rng: random.Random) -> Any:
         if not isinstance(rng, random.Random):
             raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-        return self.resolve(name)(rng)
+        cls = self.resolve(name)
+        try:
+            return cls(rng)
+        except Exception as e:  # a user's constructor: reported like an import error, up front
+            raise ValueError(f"{self._noun} {name!r}: {cls.__qualname__}(rng) raised "
+                             f"{type(e).__name__}: {_one_line(e)}") from None
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line (a SyntaxError's includes its file and line)."""
+    return " ".join(str(error).split()) or "(no message)"

@@ -38,7 +38,7 @@ Names, types, labels and units follow spec pulsar-metrics.md §A:
 Emulator additions (`pulsar_lb_emulator_*`): emulated time, the weighted max usage the load manager uses,
 bundle counts, the leader, leader elections, bundle moves, reconnects and their latency, unavailable
 topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
-shedding time. A dead broker exports nothing, as a dead process would.
+shedding time, actor crashes (emulator bugs) and faults of a user's strategy or shedder. A dead broker exports nothing, as a dead process would.
 """
 
 from __future__ import annotations
@@ -484,7 +484,15 @@ class _ClusterCollector:
                  "Seconds producers/consumers spent disconnected, summed over handles",
                  tally.unavailable_seconds(now)),
                 (k.gauge, "pulsar_lb_emulator_disconnected_handles",
-                 "Producers/consumers currently waiting to reconnect", len(tally.down))):
+                 "Producers/consumers currently waiting to reconnect", len(tally.down)),
+                (k.counter, "pulsar_lb_emulator_actor_failures",
+                 "Actors that crashed: emulator bugs (the run exits 3)", len(cluster.system.failures)),
+                (k.counter, "pulsar_lb_emulator_placement_failures",
+                 "Times a user's placement strategy raised (that lookup failed)",
+                 cluster.events.counts["placement_failed"]),
+                (k.counter, "pulsar_lb_emulator_shedding_failures",
+                 "Times a user's shedder raised (that shedding cycle was skipped)",
+                 cluster.events.counts["shedding_failed"])):
             f = family(metric_name, doc, labels=C)
             f.add_metric((name,), value)
             yield f

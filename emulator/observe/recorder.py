@@ -3,7 +3,8 @@
 Files (the contract with the Spark roll-up, /tmp/prompts/interfaces.md "Recording folder"):
 
 * `run.json`: what ran (scenario, seed, effective config, placement, shedder, sweep grid, clock, versions,
-  start/end). Written at start with `"complete": false`, rewritten by `close()`; always replaced
+  start/end, `actor_failures`: crashes, emulator bugs, each also an `actor_failed` line in events.jsonl).
+  Written at start with `"complete": false`, rewritten by `close()`; always replaced
   atomically (temp file + rename), so a reader never sees half of it.
 * `samples.jsonl`: `{"t", "name", "labels", "value"}` per sample, one block every `interval` emulated
   seconds (on multiples of the interval), taken from the metrics registry itself, so a recording and a
@@ -51,7 +52,7 @@ __all__ = ["EVENT_KINDS", "Recorder", "FLUSH_EVERY", "versions"]
 EVENT_KINDS = frozenset({
     "scenario_event", "broker_started", "broker_crashed", "broker_stopping", "broker_stopped",
     "leader_elected", "leader_started", "handle_disconnected", "handle_reconnected", "handle_failed",
-    "admin", "config_changed",
+    "admin", "config_changed", "actor_failed", "placement_failed", "shedding_failed",
 })
 """Event kinds copied to events.jsonl (handle_connected, load_report and the like are too many)."""
 
@@ -346,7 +347,8 @@ class Recorder:
 
     def _mark_end(self, now: float | None, *, complete: bool) -> None:
         end = now if now is not None else self._last_t
-        self.info.update({"emulated_end": end, "ended_at": _wall_now(), "complete": bool(complete)})
+        self.info.update({"emulated_end": end, "ended_at": _wall_now(), "complete": bool(complete),
+                          "actor_failures": len(self.cluster.system.failures)})
         self._write_run_json()
 
     @property

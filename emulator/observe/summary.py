@@ -7,6 +7,8 @@
 * unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
   disconnect and the reconnect (`handle_reconnected.unavailable`), plus the time a handle is still down
   at the end; total, p99 (nearest rank, over every topic with a handle) and max;
+* actor failures first, when any (emulator bugs), and a line for a user's strategy or shedder that
+  raised, when it did;
 * final balance over the live brokers: max, min and standard deviation of the broker max usage as the
   load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
 
@@ -116,6 +118,12 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     msg_rate_ratio: float
     brokers: list[BrokerLine]
     event_errors: list[str] = []
+    actor_failures: list[str] = []
+    """Actors that crashed ("actor at t: error"): emulator bugs, shown first."""
+    placement_failures: int = 0
+    """Times a user's placement strategy raised (each failed that lookup, as Pulsar's broker does)."""
+    shedding_failures: int = 0
+    """Times a user's shedder (or the placement picking a destination) raised: cycles skipped."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -179,6 +187,8 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         usage_std=statistics.pstdev(usages) if len(usages) > 1 else 0.0,
         msg_rate_max=rate_max, msg_rate_min=rate_min, msg_rate_ratio=ratio,
         brokers=lines, event_errors=list(event_errors or []),
+        actor_failures=[f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures],
+        placement_failures=counts["placement_failed"], shedding_failures=counts["shedding_failed"],
     )
 
 
@@ -190,7 +200,12 @@ def format_summary(s: RunSummary) -> str:
     """A fixed-layout text block (byte-identical for identical runs)."""
     seed = f" (seed {s.seed})" if s.seed is not None else ""
     name = s.scenario or "run"
-    out = [
+    out = []
+    if s.actor_failures:  # first: every figure below comes from a cluster with a crashed actor
+        out.append(f"EMULATOR BUG: {len(s.actor_failures)} actor failure(s); the figures below "
+                   "are not trustworthy (tracebacks in the log)")
+        out.extend(f"  actor crashed: {line}" for line in s.actor_failures)
+    out += [
         f"summary of {name}{seed} at {s.emulated_seconds:.1f} s emulated",
         f"  brokers            {s.brokers_live} live, {s.brokers_started} started; "
         f"leader {s.leader or 'none'} ({s.leader_elections} elections)",
@@ -212,4 +227,7 @@ def format_summary(s: RunSummary) -> str:
         out.append(f"  {name:<24} {b.bundles:>8} {b.topics:>8} {b.max_usage:>8.2f} {b.msg_rate:>12.1f}")
     for line in s.event_errors:
         out.append(f"  event failed: {line}")
+    if s.placement_failures or s.shedding_failures:
+        out.append(f"  user code raised   placement {s.placement_failures} times (lookups failed); "
+                   f"shedder {s.shedding_failures} times (cycles skipped)")
     return "\n".join(out)
