@@ -144,3 +144,18 @@ async def test_a_shedder_that_raises_skips_each_cycle_and_the_run_goes_on():
     warned = [e for e in logs if e["event"].startswith("shedding strategy raised")]
     assert len(warned) == 1 and "shedding cycle skipped" in warned[0]["event"]
     assert isinstance(warned[0]["exc_info"], ZeroDivisionError)
+
+
+@pytest.mark.anyio
+async def test_a_follower_deciding_locally_reports_the_fault_and_fails_that_decision():
+    from emulator.cluster.user_faults import UserCodeError
+
+    conf = ServiceConfig().with_overrides(
+        {"loadBalancerLoadPlacementStrategy": f"{FAULTY}:FlakyPlacement"}, source="test")
+    async with emulated_cluster(3, seed=6, conf=conf, namespaces={NS: 1}) as cluster:
+        follower = next(b for b in cluster.brokers.values() if not b.is_leader)
+        bundle = f"{NS}/0x00000000_0xffffffff"
+        with pytest.raises(UserCodeError, match="flaky placement"):
+            await follower._select_locally(bundle, False)
+        assert cluster.events.counts["placement_failed"] == 1
+        assert follower.alive
