@@ -215,8 +215,17 @@ class Broker(Actor):
         await self.md.watch(paths.BROKERS)
         await self.md.watch(paths.LOCAL_POLICIES)
         self.election_started = True
-        await self._elect()
-        await self._register()
+        try:
+            await self._elect()
+            await self._register()
+        except MetadataStoreError as e:
+            # PulsarBrokerStarter: "Failed to start pulsar service", then Runtime.halt(1): the process
+            # is gone and its session expires on its own. Pulsar's outcome, not an emulator bug (e.g.
+            # LockBusy: the previous process's registration is still held by its unexpired session)
+            self.log.error("Failed to start pulsar service", error=repr(e))
+            self.events.emit("broker_start_failed", broker=self.broker_id, error=repr(e))
+            self.crash()
+            return
         self.start_soon(self._report_loop)
         self.started.set()
         self.events.emit("broker_started", broker=self.broker_id)
