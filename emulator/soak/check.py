@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -82,6 +83,14 @@ def actor_crashes(stderr: str) -> list[str]:
     if current:
         crashes.append("\n".join(current).rstrip())
     return crashes
+
+
+def _crash_headline(crash: str) -> str:
+    """'actor=broker-2:8080 t=83.3 AttributeError: ...': who crashed, when, and the exception's last line."""
+    lines = crash.splitlines()
+    fields = dict(m.groups() for m in re.finditer(r"\b(actor|t)=(\S+)", lines[0]))
+    last = next((x.strip() for x in reversed(lines[1:]) if x.strip()), lines[0].strip())
+    return f"actor={fields.get('actor', '?')} t={fields.get('t', '?')} {last}"[:200]
 
 
 def _violations(stdout: str) -> int:
@@ -185,7 +194,7 @@ def run_seed(seed: int, workdir: Path, *, timeout: float = 120.0, rerun: bool = 
         if bad:
             problems["recording"] = bad
     if result.crashes or code == EXIT_FAULT or recorded_failures:
-        first = result.crashes[0].splitlines()[0].strip() if result.crashes else ""
+        first = _crash_headline(result.crashes[0]) if result.crashes else ""
         problems["actor_failure"] = (f"{len(result.crashes)} 'actor crashed' on stderr, "
                                      f"{recorded_failures} recorded, exit {code}"
                                      + (f"; first: {first}" if first else ""))
