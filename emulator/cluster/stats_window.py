@@ -7,21 +7,23 @@ starts, then at a fixed rate of `statsUpdateFrequencyInSecs` (60) after `statsUp
 (60). Each run is `PulsarStats.updateStats`: `bundleStats.clear()`, then for every bundle of the topics map
 (`multiLayerTopicsMap`, the topics loaded at that moment) `topics = topics.size()` and each topic's
 `PersistentTopic.updateRates` adds its producers' and consumers' rates and `producers.size()` /
-consumer counts. A producer's rate is `Rate.calculateRate()`: messages counted since the previous
-calculation divided by the time since then, and the `Rate` object starts its clock when it is made, so
-a producer (or topic) that arrived mid-period shows its mean over the time it has been there, not a
-diluted one; a producer that left before the update is gone from the sums. `ModularLoadManagerImpl
+consumer counts. A producer's rate is `Rate.calculateRate()` (pulsar-common `common/stats/Rate.java`):
+messages counted since the previous calculation divided by the time since then, and the `Rate` object
+starts its clock when it is made, so a producer (or topic) that arrived mid-period shows its mean over
+the time it has been there, not a diluted one; a producer that left before the update is gone from
+the sums. `ModularLoadManagerImpl
 .updateLocalBrokerData` then reads `getBundleStats()` (`BrokerService` -> `PulsarStats.getBundleStats`):
 the map of the last update, for the bundle list, the rates and the counts alike. So:
 
-* the bundles a report lists are those with loaded topics at the last stats update (a bundle acquired
-  since is missing; one unloaded or split since is still listed, the parent of a split included);
+* the bundles a report lists are those served here at the last stats update (a bundle acquired since
+  is missing; one unloaded or split since is still listed, the parent of a split included). As before,
+  an owned bundle without topics is listed too (Pulsar loads a bundle's topics when it acquires it);
 * a bundle's rates are the time mean of its traffic over the part of the last completed period it was
   on this broker (sampled at every report tick, weighted by the time since the previous sample);
 * topic, producer and consumer counts are those at the moment of the update.
 
 Choice: the mean is taken per bundle, not per producer, so a topic that joins a bundle already present
-mid-period is averaged over the whole period (Pulsar: over its own time). Equal for steady traffic and
+mid-period is averaged over the bundle's time here (Pulsar: over its own time). Equal for steady traffic and
 for bundles that arrive whole (acquisition, split), which is the common case.
 
 **Host usage** (`LinuxBrokerHostUsageImpl`): `calculateBrokerHostUsage()` runs in the constructor, then
