@@ -54,6 +54,7 @@ from .bundle_owner import BundleOwner
 from .decoded import DecodeCache
 from .events import ClusterEvents
 from .load_source import LoadSource
+from .stats_window import BrokerWindows
 from .messages import (
     AdminResult,
     Attach,
@@ -203,6 +204,9 @@ class Broker(Actor):
         self.registered = False
         self._local_lm: Any = None
         self._local_lm_time = -1.0
+        # stats periods and host-usage samples (stats_window.py); None = instant stats
+        self.windows: BrokerWindows | None = None
+        self._windows_seen = (-1, -1)
         self.started = anyio.Event()
 
     # ================================================================== lifecycle
@@ -217,6 +221,7 @@ class Broker(Actor):
         self.election_started = True
         try:
             await self._elect()
+            self._start_windows()
             await self._register()
         except MetadataStoreError as e:
             # PulsarBrokerStarter: "Failed to start pulsar service", then Runtime.halt(1): the process
@@ -986,7 +991,65 @@ class Broker(Actor):
             await asyncio.sleep(self.report_interval)
             await self.write_load_report()
 
+    def _start_windows(self) -> None:
+        """BrokerService.startStatsUpdater and the LinuxBrokerHostUsageImpl constructor: one stats update
+        and one host-usage sample now, then each on its own clock (stats_window.py)."""
+        if self.conf.emulator_instant_stats:
+            return
+        self.windows = BrokerWindows(self.broker_id, self.load_source, self.now)
+        self._sample_windows()
+        self.windows.update_stats(self.now)
+        self.windows.sample_host(self.now)
+        self.start_soon(self._stats_loop)
+        self.start_soon(self._host_usage_loop)
+
+    async def _stats_loop(self) -> None:
+        """updateRates at a fixed rate of statsUpdateFrequencyInSecs after statsUpdateInitialDelayInSecs."""
+        assert self.windows is not None
+        await asyncio.sleep(self.conf.stats_update_initial_delay_in_secs)
+        while True:
+            self._sample_windows()
+            self.windows.update_stats(self.now)
+            await asyncio.sleep(self.conf.stats_update_frequency_in_secs)
+
+    async def _host_usage_loop(self) -> None:
+        """calculateBrokerHostUsage with a fixed delay of loadBalancerHostUsageCheckIntervalMinutes."""
+        assert self.windows is not None
+        while True:
+            await asyncio.sleep(self.conf.load_balancer_host_usage_check_interval_minutes * 60.0)
+            self._sample_windows()
+            self.windows.sample_host(self.now)
+
+    def _sample_windows(self) -> Any:
+        """The traffic of this instant into the windows; returns the broker's totals."""
+        assert self.windows is not None
+        now = self.now
+        topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
+        return self.windows.sample(now, self.load_source.bundle_stats(self.broker_id, now, topics))
+
     def _update_local_data(self) -> None:
+        """updateLocalBrokerData: bundles, rates and counts of the last stats update, CPU and bandwidth
+        of the last host-usage sample, heap and direct memory of this instant."""
+        w = self.windows
+        if w is None:
+            self._update_local_data_instant()
+            return
+        totals = self._sample_windows()
+        local = self.local_data
+        now_usage = self.load_source.system_usage(self.broker_id, self.now, {"": totals})
+        local.memory = now_usage.memory
+        local.direct_memory = now_usage.direct_memory
+        stats_version, host_version = self._windows_seen
+        if host_version != w.host_version and w.host_usage is not None:
+            local.cpu = w.host_usage.cpu
+            local.bandwidth_in = w.host_usage.bandwidth_in
+            local.bandwidth_out = w.host_usage.bandwidth_out
+        if stats_version != w.stats_version:
+            local.update_from_stats(w.bundle_stats)
+        self._windows_seen = (w.stats_version, w.host_version)
+
+    def _update_local_data_instant(self) -> None:
+        """`emulator_instant_stats`: every report carries the traffic and usage of its instant."""
         now = self.now
         topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
         bundle_stats: dict[str, NamespaceBundleStats] = self.load_source.bundle_stats(

@@ -9,6 +9,35 @@ It answers `selectBrokerForAssignment` for its broker's lookups and writes bundl
 
 Reads triggered by a notification run in a child task and come back as an `_Apply` message, so every
 state change happens inside the actor's serial message handling and the order of notifications is kept.
+
+When the split check runs, and what delays a split (read in apache/pulsar, current master):
+
+* `ModularLoadManagerImpl.updateAll` ends with `checkNamespaceBundleSplit()`, and `updateAll` is what
+  `handleDataNotification` submits to the load-manager executor for every notification under
+  /loadbalance/brokers. `PulsarService.startLoadManagementService` schedules only the report task
+  (every broker, 5 s) and, on the leader, `LoadSheddingTask` and `LoadResourceQuotaUpdaterTask`: there
+  is no split task for this load manager (`loadBalancerSplitIntervalMinutes` is the Extensible one's).
+  So the check runs once per written load report (or broker join/leave), here in `_update_all`.
+* `BundleSplitterTask.findBundlesToSplit` keeps no hit count: a bundle is selected by the first check
+  that sees it over a threshold. `loadBalancerNamespaceBundleSplitConditionHitCountThreshold` is read
+  only by the Extensible load manager's `DefaultNamespaceBundleSplitStrategyImpl` (its
+  ServiceConfiguration doc: "only used in load balancer extension logics"); it changes nothing here.
+* What the check sees is late by Pulsar's own clocks: the owner's report carries the bundle stats of
+  its last `PulsarStats.updateStats` (every `statsUpdateFrequencyInSecs`, see stats_window.py) and is
+  written only on a > 10 % change; the rate and throughput triggers read the bundle's long-term
+  BundleData, which gains one sample per `updateAll`, i.e. per notification.
+* `splitNamespaceBundle` is the leader's internal PulsarAdmin REST call, redirected to the owner
+  (`NamespacesBase.internalSplitNamespaceBundleAsync` -> `NamespaceService.splitAndOwnBundle`): the
+  owner takes both children's ownership, writes the local policies (CAS), releases the parent,
+  re-homes the loaded topics (`BrokerService.refreshTopicToStatsMaps`) and, with
+  `loadBalancerAutoUnloadSplitBundlesEnabled`, unloads the children in the background.
+* Before the call the leader drops the parent's BundleData and its persisted node; the children have
+  none. Placement after the unload uses `getBundleDataOrDefault` (the default 50 msg/s) and the
+  children get data of their own only when a report lists them: their new owner's first stats update
+  after it loaded their topics, then its next report. Until its own next stats update the old owner's
+  reports still list the parent (`bundleStats` of the previous update), so `updateBundleData` brings the
+  parent back on default data; the "Bundle has been removed" check of `checkNamespaceBundleSplit`
+  keeps it from being split twice.
 """
 
 from __future__ import annotations
@@ -335,7 +364,8 @@ class LoadManagerLeader(Actor):
     # ------------------------------------------------------------------ bundle split
 
     def _request_split_check(self) -> None:
-        """checkNamespaceBundleSplit runs at the end of every updateAll; runs never overlap."""
+        """checkNamespaceBundleSplit runs at the end of every updateAll (ModularLoadManagerImpl.updateAll,
+        see the module docstring); runs never overlap."""
         if self._split_running:
             self._split_again = True
             return

@@ -49,6 +49,10 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     load_balancer_report_update_min_interval_millis: int = 5000
     load_balancer_report_update_max_interval_minutes: int = 15
     load_balancer_host_usage_check_interval_minutes: int = 1
+    stats_update_frequency_in_secs: int = 60
+    """BrokerService.startStatsUpdater: topic and bundle rates are recomputed at this fixed rate."""
+    stats_update_initial_delay_in_secs: int = 60
+    """First scheduled stats update after broker start (one more runs at start itself)."""
 
     # --- Shedding --------------------------------------------------------------------------------
     load_balancer_shedding_enabled: bool = True
@@ -158,6 +162,10 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     emulator_unload_destination_affinity: bool = True
     """Shedding unloads with a destination (bundleBrokerAffinityMap); True = the next assignment of
     that bundle range goes there (where Pulsar consumes it is unconfirmed); False = ignored."""
+    emulator_instant_stats: bool = False
+    """True = every load report carries the traffic and host usage of its own instant (the
+    emulator's old behaviour), with no stats period or host-usage sampling interval between traffic
+    and the report. Pulsar: False (see emulator/cluster/stats_window.py)."""
 
     def __post_init__(self) -> None:
         problems = [_check(f, getattr(self, f)) for f in _FIELD_TYPES]
@@ -328,6 +336,7 @@ _PULSAR_KEYS: tuple[str, ...] = (
     "loadBalancerLoadPlacementStrategy", "loadBalancerPlacementStrategy", "lowerBoundarySheddingEnabled",
     "loadBalancerReportUpdateThresholdPercentage", "loadBalancerReportUpdateMinIntervalMillis",
     "loadBalancerReportUpdateMaxIntervalMinutes", "loadBalancerHostUsageCheckIntervalMinutes",
+    "statsUpdateFrequencyInSecs", "statsUpdateInitialDelayInSecs",
     "loadBalancerSheddingEnabled", "loadBalancerSheddingIntervalMinutes",
     "loadBalancerDistributeBundlesEvenlyEnabled", "loadBalancerSheddingGracePeriodMinutes",
     "loadBalancerSheddingExcludedNamespaces", "loadBalancerBrokerMaxTopics",
@@ -391,6 +400,7 @@ _POSITIVE = frozenset(
     {
         "load_balancer_report_update_min_interval_millis",
         "load_balancer_host_usage_check_interval_minutes",
+        "stats_update_frequency_in_secs",
         "load_balancer_shedding_interval_minutes",
         "load_balancer_resource_quota_update_interval_minutes",
         "load_balancer_namespace_maximum_bundles",

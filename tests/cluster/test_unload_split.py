@@ -119,7 +119,8 @@ async def test_a_hot_bundle_splits_automatically_and_its_children_land_on_differ
         client = cluster.add_client()
         client.create_handles(topics(30))
         await cluster.wait_until(lambda: client.connected_count() == 30)
-        await cluster.wait_until(lambda: len(splits) >= 1, timeout=60)
+        # the owner's first stats update (<= 60 s) lists the 30 topics, its next report (5 s) the leader
+        await cluster.wait_until(lambda: len(splits) >= 1, timeout=70)
         assert splits[0]["bundle"] == f"{NS}/0x00000000_0xffffffff"
         await cluster.wait_until(lambda: client.connected_count() == 30
                                  and len(cluster.ownership()) == 2, timeout=120)

@@ -102,7 +102,11 @@ def _contains(bundle: str, topic: str) -> bool:
 async def test_hot_topic__its_bundle_splits_again_and_again():
     async with observed(library.load("hot-topic")) as run:
         splits = collect(run.cluster, "bundle_split")
-        await run.sleep_until(20 * MIN)
+        # The first split waits for the bundle's long-term rate to pass 30,000 msg/s, and the leader
+        # adds a sample only per report notification: with reports rebuilt once per 60 s stats
+        # update, and written only on a > 10 % change, that is ~15 minutes after the jump (a few
+        # minutes with instant stats and a report every 5 s); each child splits a stats period later.
+        await run.sleep_until(30 * MIN)
         assert len(splits) >= 4
         assert all(_contains(e["bundle"], HOT) for e in splits), "a split that was not the hot chain"
         assert all(e["t"] > run.t0 + 5 * MIN for e in splits)   # nothing before the topic got hot
@@ -121,7 +125,9 @@ NEW = {f"broker-{i}:8080" for i in (5, 6, 7, 8)}
 @pytest.mark.anyio
 async def test_scale_up__new_brokers_take_bundles_from_the_busy_ones():
     async with observed(library.load("scale-up")) as run:
-        await run.sleep_until(25 * MIN)
+        # reports a stats period behind (60 s stats, 1 min host samples) slow the hand-over: the
+        # last new broker gets its first bundle after ~34 min (25 with instant stats)
+        await run.sleep_until(36 * MIN)
         unloads = decisions(run, "unload")
         assert unloads and all(u["t"] > run.t0 + 10 * MIN for u in unloads)
         assert all(u["broker"] not in NEW and u["destination"] in NEW for u in unloads)
@@ -246,7 +252,7 @@ async def test_idle_new_broker__lower_boundary_shedding_fills_it():
 
 
 @pytest.mark.anyio
-async def test_jittery_consumers__consumers_come_and_go_and_reports_churn():
+async def test_jittery_consumers__consumers_come_and_go_and_the_stats_period_hides_it():
     scenario = library.load("jittery-consumers")
     async with observed(scenario) as run:
         closed = collect(run.cluster, "handle_closed")
@@ -256,11 +262,13 @@ async def test_jittery_consumers__consumers_come_and_go_and_reports_churn():
         assert len(closed) >= 9 * 0.3 * 600 * 2 * 0.9           # ~30 % of topics x 2 consumers a minute
         assert s.lookups > 600 + len(closed) / 2 * 0.9          # every comeback is a lookup
         assert s.unavailable_total == 0.0                       # a closed consumer is not an outage
-        # every broker's out-rate moves by > 10 % at each jitter cycle's off and on, so each writes a
-        # report about twice a minute (a steady cluster writes none between its 15-minute refreshes)
-        late = [r for r in reports if r["t"] > run.t0 + 2 * MIN]
+        # every broker's out-rate moves by > 10 % at each jitter cycle's off and on, but a report
+        # carries the mean over the last 60 s stats period, and a 1-minute on/off cycle has the same
+        # mean in every period: the reports stay still, as a steady cluster's do (with instant stats
+        # each broker wrote about twice a minute)
+        late = [r for r in reports if r["t"] > run.t0 + 3 * MIN]
         per_broker = collections.Counter(r["broker"] for r in late)
-        assert len(per_broker) == 6 and min(per_broker.values()) >= 12
+        assert max(per_broker.values(), default=0) <= 2, per_broker
 
 
 # ---------------------------------------------------------------------------------- determinism

@@ -1,0 +1,192 @@
+"""What a broker's load report sees: stats periods and host-usage samples, not the traffic of the moment.
+
+Two clocks sit between traffic and a load report in Pulsar, and `BrokerWindows` keeps both for one broker.
+
+**Stats periods** (`BrokerService.startStatsUpdater`): `updateRates()` runs once when the broker service
+starts, then at a fixed rate of `statsUpdateFrequencyInSecs` (60) after `statsUpdateInitialDelayInSecs`
+(60). Each run is `PulsarStats.updateStats`: `bundleStats.clear()`, then for every bundle of the topics map
+(`multiLayerTopicsMap`, the topics loaded at that moment) `topics = topics.size()` and each topic's
+`PersistentTopic.updateRates` adds its producers' and consumers' rates and `producers.size()` /
+consumer counts. A producer's rate is `Rate.calculateRate()` (pulsar-common `common/stats/Rate.java`):
+messages counted since the previous calculation divided by the time since then, and the `Rate` object
+starts its clock when it is made, so a producer (or topic) that arrived mid-period shows its mean over
+the time it has been there, not a diluted one; a producer that left before the update is gone from
+the sums. `ModularLoadManagerImpl
+.updateLocalBrokerData` then reads `getBundleStats()` (`BrokerService` -> `PulsarStats.getBundleStats`):
+the map of the last update, for the bundle list, the rates and the counts alike. So:
+
+* the bundles a report lists are those served here at the last stats update (a bundle acquired since
+  is missing; one unloaded or split since is still listed, the parent of a split included). As before,
+  an owned bundle without topics is listed too (Pulsar loads a bundle's topics when it acquires it);
+* a bundle's rates are the time mean of its traffic over the part of the last completed period it was
+  on this broker (sampled at every report tick, weighted by the time since the previous sample);
+* topic, producer and consumer counts are those at the moment of the update.
+
+Choice: the mean is taken per bundle, not per producer, so a topic that joins a bundle already present
+mid-period is averaged over the bundle's time here (Pulsar: over its own time). Equal for steady traffic and
+for bundles that arrive whole (acquisition, split), which is the common case.
+
+**Host usage** (`LinuxBrokerHostUsageImpl`): `calculateBrokerHostUsage()` runs in the constructor, then
+with a fixed delay of `loadBalancerHostUsageCheckIntervalMinutes` (1). CPU is the /proc/stat (or cgroup)
+delta over the elapsed interval and bandwidth the NIC counter deltas over it, i.e. means over the last
+interval (the first sample has no previous counters: bandwidth 0). Reports carry the last sample.
+Heap and direct memory are read when the report is generated (`LoadManagerShared.getSystemResourceUsage`
+overrides the host sample's memory with the JVM's), so they follow the traffic of the report tick.
+The mean CPU is the resource model applied to the interval's mean traffic (it is linear in the traffic,
+saturation and noise aside).
+
+Cost: a stats sample equal to the previous one (steady traffic: the C-level `==` of two dicts of
+structs) only extends that sample's weight; the per-bundle sums run only when the numbers changed.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
+
+from .load_source import LoadSource, SystemUsage
+
+__all__ = ["BrokerWindows", "broker_totals"]
+
+
+def broker_totals(stats: Mapping[str, NamespaceBundleStats]) -> NamespaceBundleStats:
+    """The broker's sums as one NamespaceBundleStats (what `system_usage` needs of the bundles)."""
+    rin = rout = tin = tout = 0.0
+    topics = producers = consumers = 0
+    for s in stats.values():
+        rin += s.msg_rate_in
+        rout += s.msg_rate_out
+        tin += s.msg_throughput_in
+        tout += s.msg_throughput_out
+        topics += s.topics
+        producers += s.producer_count
+        consumers += s.consumer_count
+    return NamespaceBundleStats(rin, rout, tin, tout, consumers, producers, topics)
+
+
+class BrokerWindows:
+    """One broker's stats period and host-usage interval: `sample` at every report tick, `update_stats`
+    and `sample_host` on their own clocks. `stats_version` / `host_version` change when a new update
+    or sample is published, so the broker rebuilds its report only then."""
+
+    __slots__ = ("broker_id", "load_source", "_cur", "_cur_totals", "_cur_dt", "_last_t", "_acc",
+                 "_host_acc", "_host_dt", "_host_started", "bundle_stats", "stats_version",
+                 "stats_updated_at", "host_usage", "host_version", "host_sampled_at")
+
+    def __init__(self, broker_id: str, load_source: LoadSource, now: float) -> None:
+        self.broker_id = broker_id
+        self.load_source = load_source
+        self._cur: dict[str, NamespaceBundleStats] = {}   # the last sample, not yet added to _acc
+        self._cur_totals = NamespaceBundleStats()
+        self._cur_dt = 0.0                                  # the time the last sample stands for
+        self._last_t = now
+        # bundle -> [rate in, rate out, throughput in, throughput out] x seconds, and seconds
+        self._acc: dict[str, list[float]] = {}
+        self._host_acc = [0.0] * 7       # broker totals x seconds (4 rates, topics, producers, consumers)
+        self._host_dt = 0.0
+        self._host_started = False
+        self.bundle_stats: dict[str, NamespaceBundleStats] = {}
+        self.stats_version = 0
+        self.stats_updated_at = now
+        self.host_usage: SystemUsage | None = None
+        self.host_version = 0
+        self.host_sampled_at = now
+
+    # ------------------------------------------------------------------ sampling
+
+    def sample(self, now: float, stats: dict[str, NamespaceBundleStats]) -> NamespaceBundleStats:
+        """The traffic at `now` stands for the time since the previous sample. Returns its totals."""
+        dt = now - self._last_t
+        self._last_t = now
+        if stats == self._cur:
+            self._cur_dt += dt
+            return self._cur_totals
+        self._flush()
+        self._cur = stats
+        self._cur_dt = dt
+        self._cur_totals = totals = broker_totals(stats)
+        return totals
+
+    def _flush(self) -> None:
+        """Add the current sample, weighted by the time it stands for, to both windows' sums."""
+        w = self._cur_dt
+        if w <= 0.0:
+            return
+        self._cur_dt = 0.0
+        acc = self._acc
+        for name, s in self._cur.items():
+            a = acc.get(name)
+            if a is None:
+                acc[name] = [s.msg_rate_in * w, s.msg_rate_out * w, s.msg_throughput_in * w,
+                             s.msg_throughput_out * w, w]
+            else:
+                a[0] += s.msg_rate_in * w
+                a[1] += s.msg_rate_out * w
+                a[2] += s.msg_throughput_in * w
+                a[3] += s.msg_throughput_out * w
+                a[4] += w
+        t = self._cur_totals
+        h = self._host_acc
+        h[0] += t.msg_rate_in * w
+        h[1] += t.msg_rate_out * w
+        h[2] += t.msg_throughput_in * w
+        h[3] += t.msg_throughput_out * w
+        h[4] += t.topics * w
+        h[5] += t.producer_count * w
+        h[6] += t.consumer_count * w
+        self._host_dt += w
+
+    # ------------------------------------------------------------------ stats period
+
+    def update_stats(self, now: float) -> dict[str, NamespaceBundleStats]:
+        """PulsarStats.updateStats: publish each present bundle's mean over the period just ended and
+        its counts of the moment; start a new period. Call right after a `sample` at `now`."""
+        self._flush()
+        acc = self._acc
+        out: dict[str, NamespaceBundleStats] = {}
+        for name, s in self._cur.items():
+            a = acc.get(name)
+            if a is None or a[4] <= 0.0:   # present only at this instant: its rates of the moment
+                out[name] = NamespaceBundleStats(
+                    s.msg_rate_in, s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out,
+                    s.consumer_count, s.producer_count, s.topics)
+            else:
+                secs = a[4]
+                out[name] = NamespaceBundleStats(
+                    a[0] / secs, a[1] / secs, a[2] / secs, a[3] / secs,
+                    s.consumer_count, s.producer_count, s.topics)
+        acc.clear()
+        self.bundle_stats = out
+        self.stats_version += 1
+        self.stats_updated_at = now
+        return out
+
+    # ------------------------------------------------------------------ host usage
+
+    def sample_host(self, now: float) -> SystemUsage:
+        """LinuxBrokerHostUsageImpl.calculateBrokerHostUsage: CPU and bandwidth as the means over the
+        interval since the previous sample (bandwidth 0 on the first), from the interval's mean
+        traffic. Call right after a `sample` at `now`. The memory fields are replaced at report time
+        (see the module docstring)."""
+        self._flush()
+        h = self._host_acc
+        secs = self._host_dt
+        if secs > 0.0:
+            # counts as means too (CPU per topic and session over the interval): floats, which the
+            # load sources only add up
+            mean = NamespaceBundleStats(h[0] / secs, h[1] / secs, h[2] / secs, h[3] / secs,
+                                        h[6] / secs, h[5] / secs, h[4] / secs)  # type: ignore[arg-type]
+        else:
+            mean = self._cur_totals
+        usage = self.load_source.system_usage(self.broker_id, now, {"": mean})
+        if not self._host_started:
+            self._host_started = True
+            usage.bandwidth_in = ResourceUsage(usage=0.0, limit=usage.bandwidth_in.limit)
+            usage.bandwidth_out = ResourceUsage(usage=0.0, limit=usage.bandwidth_out.limit)
+        self._host_acc = [0.0] * 7
+        self._host_dt = 0.0
+        self.host_usage = usage
+        self.host_version += 1
+        self.host_sampled_at = now
+        return usage
