@@ -417,3 +417,33 @@ def write_publish_file(cluster: "Cluster", folder: str | Path, now: float) -> in
     tmp.write_bytes(data)
     tmp.replace(path)
     return len(lines)
+
+
+def publish_families(k: Any, cluster_name: str, acc: PublishAccounting, now: float) -> list[Any]:
+    """The metrics families (built with `k`'s classes, see `emulator.observe.metrics`):
+
+    * `pulsar_lb_emulator_publish_latency_seconds{cluster}` histogram over Pulsar's publish latency
+      buckets (`PUBLISH_LATENCY_BUCKETS`), fluid counts (messages need not be whole);
+    * `pulsar_lb_emulator_publish_latency_quantile_seconds{cluster,quantile}` gauge: P50, P99, P99.9,
+      P99.99 of the exact mixture (not interpolated from the coarse buckets);
+    * `pulsar_lb_emulator_publish_failed_total{cluster,reason}` counter, reason timeout | queue_full |
+      closed (SendTimeoutException, ProducerQueueIsFullError, AlreadyClosedException)."""
+    from prometheus_client.utils import floatToGoString
+
+    s = acc.stats(now)
+    line = s.cluster
+    C = ("cluster",)
+    h = k.histogram("pulsar_lb_emulator_publish_latency_seconds",
+                    "Publish latency (send to ack) of every acknowledged message, s; fluid counts", labels=C)
+    h.add_metric((cluster_name,), [(floatToGoString(b), c) for b, c in s.buckets], sum_value=s.latency_sum)
+    q = k.gauge("pulsar_lb_emulator_publish_latency_quantile_seconds",
+                "Publish latency quantiles of the exact mixture (base + waits while disconnected), s",
+                labels=("cluster", "quantile"))
+    for p, v in zip(QUANTILES, (line.p50, line.p99, line.p999, line.p9999)):
+        q.add_metric((cluster_name, floatToGoString(p)), v)
+    f = k.counter("pulsar_lb_emulator_publish_failed",
+                  "Messages whose send failed: send timeout, queue full, producer closed", labels=("cluster", "reason"))
+    for reason, v in (("timeout", line.failed_timeout), ("queue_full", line.failed_queue_full),
+                      ("closed", line.failed_closed)):
+        f.add_metric((cluster_name, reason), v)
+    return [h, q, f]

@@ -181,3 +181,62 @@ def test_the_base_latency_is_log_normal_with_the_cited_median_and_p99():
     assert math.isclose(float(base.cdf(np.array([0.003]))[0]), 0.5, rel_tol=1e-6)
     with pytest.raises(ValueError, match="median"):
         BaseLatency(median=0.01, p99=0.005)
+
+
+# ---------------------------------------------------------------------- on an emulated cluster
+
+NS = "public/default"
+
+
+@pytest.mark.anyio
+async def test_the_histogram_is_exported_with_pulsars_buckets_and_a_crash_shows_in_the_tail():
+    import anyio
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from emulator.model.publish_latency import PUBLISH_LATENCY_BUCKETS
+    from emulator.observe.metrics import ClusterMetrics
+    from emulator.testing import emulated_cluster
+
+    async with emulated_cluster(2, seed=6, namespaces={NS: 2}, load_source=FlatLoad(rate=1000.0)) as cluster:
+        metrics = ClusterMetrics(cluster)
+        outages: list[float] = []
+        cluster.events.subscribe(lambda e: outages.append(e["unavailable"])
+                                 if e.kind == "handle_reconnected" else None)
+        client = cluster.add_client()
+        names = [f"persistent://{NS}/p-{i}" for i in range(10)]
+        client.create_handles(names)
+        await cluster.wait_until(lambda: client.connected_count() == 10)
+        await anyio.sleep(60.0)
+        victim = next(b for b in cluster.live_brokers() if b != cluster.leader()
+                      and any(o == b for o in cluster.ownership().values()))
+        cluster.kill_broker(victim)
+        await cluster.wait_until(lambda: client.stats.reconnects > 0, timeout=30)
+        await cluster.wait_until(lambda: client.connected_count() == 10, timeout=300)
+        await anyio.sleep(30.0)
+        text = metrics.exposition().decode()
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        hist = fams["pulsar_lb_emulator_publish_latency_seconds"]
+        assert hist.type == "histogram"
+        les = [s.labels["le"] for s in hist.samples if s.name.endswith("_bucket")]
+        assert les == [repr(b) if b < 1 else "1.0" for b in PUBLISH_LATENCY_BUCKETS] + ["+Inf"]
+        count = next(s.value for s in hist.samples if s.name.endswith("_count"))
+        acc = cluster.publish_accounting
+        line = acc.stats(cluster.system.clock.now()).cluster
+        assert count == pytest.approx(line.messages)
+        assert line.messages > 0.9 * 10 * 1000.0 * 90      # every producer at 1,000 msg/s
+        assert outages and max(outages) > 0.1
+        quantiles = {s.labels["quantile"]: s.value
+                     for s in fams["pulsar_lb_emulator_publish_latency_quantile_seconds"].samples}
+        assert set(quantiles) == {"0.5", "0.99", "0.999", "0.9999"}
+        assert quantiles["0.5"] == pytest.approx(acc.base.quantile(0.5), rel=0.05)
+        # a crash outage lasts past sendTimeoutMs: whole 30 s batches fail, the rest waits for the reconnect
+        longest_wait = max(d % 30.0 for d in outages)
+        assert 0.5 * longest_wait <= quantiles["0.9999"] <= longest_wait + 0.1
+        failed = {s.labels["reason"]: s.value for s in fams["pulsar_lb_emulator_publish_failed"].samples}
+        assert set(failed) == {"timeout", "queue_full", "closed"}
+        assert failed["timeout"] == pytest.approx(line.failed_timeout)
+        assert (failed["timeout"] > 0) == any(d >= 30.0 for d in outages)
+        per_topic = {p.topic: p for p in acc.per_topic(cluster.system.clock.now())}
+        assert set(per_topic) == set(names)
+        hit = [p for p in per_topic.values() if p.p9999 > 0.1]
+        assert hit and all(p.p9999 <= longest_wait + 0.1 for p in hit)
