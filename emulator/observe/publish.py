@@ -447,3 +447,34 @@ def publish_families(k: Any, cluster_name: str, acc: PublishAccounting, now: flo
                       ("closed", line.failed_closed)):
         f.add_metric((cluster_name, reason), v)
     return [h, q, f]
+
+
+WORST_TOPICS = 5
+"""Topics the summary lists by their P99.99 (the recording's publish.jsonl has every topic)."""
+
+
+def summary_lines(acc: PublishAccounting | None, now: float) -> tuple[PublishLine | None, list[PublishLine]]:
+    """The cluster's line and the `WORST_TOPICS` topics with the highest P99.99 (ties by name)."""
+    if acc is None:
+        return None, []
+    topics = acc.per_topic(now)
+    worst = sorted(topics, key=lambda p: (-p.p9999, p.topic))[:WORST_TOPICS]
+    return acc.stats(now).cluster, worst
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1000.0:.1f} ms" if x < 1.0 else f"{x:.3f} s"
+
+
+def format_publish(line: PublishLine | None, worst: list[PublishLine]) -> list[str]:
+    """Summary text lines (fixed layout, deterministic)."""
+    if line is None:
+        return []
+    out = [f"  publish latency    p50 {_ms(line.p50)}; p99 {_ms(line.p99)}; p99.9 {_ms(line.p999)}; "
+           f"p99.99 {_ms(line.p9999)}; {line.messages:,.0f} acked",
+           f"  failed sends       {line.failed:,.0f} (send timeout {line.failed_timeout:,.0f}, "
+           f"queue full {line.failed_queue_full:,.0f}, closed {line.failed_closed:,.0f})"]
+    for p in worst:
+        out.append(f"    {p.topic}: p50 {_ms(p.p50)}, p99 {_ms(p.p99)}, p99.9 {_ms(p.p999)}, "
+                   f"p99.99 {_ms(p.p9999)}; failed {p.failed:,.0f}")
+    return out

@@ -7,6 +7,8 @@
 * unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
   disconnect and the reconnect (`handle_reconnected.unavailable`), plus the time a handle is still down
   at the end; total, p99 (nearest rank, over every topic with a handle) and max;
+* publish latency P50 / P99 / P99.9 / P99.99 and failed sends, for the cluster and the topics with the
+  highest P99.99 (`emulator.observe.publish`, when the cluster has publish accounting);
 * final balance over the live brokers: max, min and standard deviation of the broker max usage as the
   load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from emulator.cluster.events import ClusterEvents, Event
+from emulator.observe.publish import PublishLine, format_publish, summary_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -116,6 +119,10 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     msg_rate_ratio: float
     brokers: list[BrokerLine]
     event_errors: list[str] = []
+    publish: PublishLine | None = None
+    """Publish latency quantiles and failed sends of the cluster (None without publish accounting)."""
+    publish_worst: list[PublishLine] = []
+    """The topics with the highest P99.99."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -160,6 +167,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     topics |= set(per_topic)
     downtime = [per_topic.get(t, 0.0) for t in sorted(topics)]
     unloads = len(decision_log.of("unload")) if decision_log is not None else 0
+    publish, publish_worst = summary_lines(getattr(cluster, "publish_accounting", None), now)
     return RunSummary(
         scenario=scenario, seed=seed, emulated_seconds=now,
         brokers_live=len(lines), brokers_started=counts["broker_started"], leader=leader,
@@ -179,6 +187,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         usage_std=statistics.pstdev(usages) if len(usages) > 1 else 0.0,
         msg_rate_max=rate_max, msg_rate_min=rate_min, msg_rate_ratio=ratio,
         brokers=lines, event_errors=list(event_errors or []),
+        publish=publish, publish_worst=publish_worst,
     )
 
 
@@ -202,6 +211,7 @@ def format_summary(s: RunSummary) -> str:
         f"reconnects {s.reconnects}",
         f"  unavailable        {s.unavailable_total:.3f} topic-seconds in all; p99 {s.unavailable_p99:.3f} s;"
         f" max {s.unavailable_max:.3f} s; {s.topics_unavailable} topics affected",
+        *format_publish(s.publish, s.publish_worst),
         f"  balance            max usage {s.usage_max:.2f} %, min {s.usage_min:.2f} %, "
         f"std {s.usage_std:.2f}; msg rate max/min {_ratio(s.msg_rate_ratio)} "
         f"({s.msg_rate_max:.1f} / {s.msg_rate_min:.1f} msg/s)",

@@ -240,3 +240,35 @@ async def test_the_histogram_is_exported_with_pulsars_buckets_and_a_crash_shows_
         assert set(per_topic) == set(names)
         hit = [p for p in per_topic.values() if p.p9999 > 0.1]
         assert hit and all(p.p9999 <= longest_wait + 0.1 for p in hit)
+
+
+# ---------------------------------------------------------------------- a recorded run
+
+
+def test_a_recorded_crash_run_puts_the_quantiles_in_the_summary_and_publish_jsonl(tmp_path):
+    import io
+    import json
+
+    from emulator.observe.publish import PUBLISH_FILE
+    from emulator.runner import RunOptions, run
+
+    result = run(RunOptions(scenario="broker-crash", duration=720.0, record_dir=str(tmp_path),
+                            check_interval=60.0), out=io.StringIO(), err=io.StringIO())
+    assert result.violations == []
+    s = result.summary
+    assert s.publish is not None and s.publish.messages > 0
+    assert s.publish.p9999 > s.publish.p50 > 0          # the crash's waits are in the tail
+    assert s.publish_worst and s.publish_worst[0].p9999 >= s.publish.p9999 * 0.5
+    text = result.summary_text
+    assert "publish latency    p50 " in text and "p99.99 " in text and "failed sends" in text
+    assert s.publish_worst[0].topic in text
+    lines = [json.loads(x) for x in (tmp_path.glob("*/" + PUBLISH_FILE).__next__()).read_text().splitlines()]
+    cluster, topics = lines[0], lines[1:]
+    assert cluster["topic"] == "" and cluster["p9999"] == pytest.approx(s.publish.p9999)
+    assert len(topics) == 600 and topics == sorted(topics, key=lambda x: x["topic"])
+    assert {"p50", "p99", "p999", "p9999", "failed_timeout", "failed_queue_full", "failed_closed",
+            "messages"} <= set(cluster)
+    assert sum(t["messages"] for t in topics) == pytest.approx(cluster["messages"], rel=1e-3)
+    assert sum(t["failed_timeout"] for t in topics) == pytest.approx(cluster["failed_timeout"])
+    samples = (next(tmp_path.glob("*/samples.jsonl"))).read_text()
+    assert '"pulsar_lb_emulator_publish_latency_seconds_bucket"' in samples
