@@ -218,6 +218,8 @@ class PublishAccounting:
         self.failed = [0.0, 0.0, 0.0]             # timeout, queue full, closed
         self.window_total = 0.0
         self.window_wait_sum = 0.0     # over delivered window messages, of their wait
+        self._events = 0
+        self._per_topic: tuple[tuple[float, int], list[PublishLine]] | None = None
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     def close(self) -> None:
@@ -226,6 +228,7 @@ class PublishAccounting:
     # ------------------------------------------------------------------ events
 
     def _on_event(self, e: "Event") -> None:
+        self._events += 1
         t = e["t"]
         if t - self._rates.t >= self.settle_interval:
             self._rates.settle(t)
@@ -353,7 +356,16 @@ class PublishAccounting:
                             latency_sum=total * self.base.mean + self.window_wait_sum)
 
     def per_topic(self, now: float) -> list[PublishLine]:
-        """One line per topic that ever had a producer, sorted by name (exact mixtures per topic)."""
+        """One line per topic that ever had a producer, sorted by name (exact mixtures per topic).
+        Kept until the next event: the summary and the recorder's close both ask at the run's end."""
+        key = (now, self._events)
+        if self._per_topic is not None and self._per_topic[0] == key:
+            return self._per_topic[1]
+        lines = self._per_topic_lines(now)
+        self._per_topic = (key, lines)
+        return lines
+
+    def _per_topic_lines(self, now: float) -> list[PublishLine]:
         sent = self._sent(now)
         ongoing, timed = self._ongoing(now)
         a = self._a
