@@ -272,3 +272,19 @@ def test_a_recorded_crash_run_puts_the_quantiles_in_the_summary_and_publish_json
     assert sum(t["failed_timeout"] for t in topics) == pytest.approx(cluster["failed_timeout"])
     samples = (next(tmp_path.glob("*/samples.jsonl"))).read_text()
     assert '"pulsar_lb_emulator_publish_latency_seconds_bucket"' in samples
+
+
+def test_the_tabulated_mixture_gives_the_exact_quantiles_to_half_a_percent():
+    from emulator.model.publish_latency import PUBLISH_LATENCY_BUCKETS, TabulatedMixture, mixture_cdf
+
+    base = BaseLatency()
+    rng = np.random.default_rng(11)
+    n, lo, hi = rng.uniform(10, 500, 300), np.zeros(300), rng.uniform(0.05, 28.0, 300)
+    lo[:20] = hi[:20] * 0.5
+    tab = TabulatedMixture(base, n, lo, hi, PUBLISH_LATENCY_BUCKETS)
+    for direct in (1e4, 1e6, 1e8):
+        exact = mixture_quantiles(QUANTILES, base, direct, n, lo, hi)
+        assert tab.quantiles(QUANTILES, direct) == pytest.approx(exact, rel=0.005)
+        total = direct + n.sum()
+        counts = mixture_cdf(np.asarray(PUBLISH_LATENCY_BUCKETS), base, direct, n, lo, hi) * total
+        assert tab.counts(direct) == pytest.approx(counts, rel=1e-9)
