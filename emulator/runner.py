@@ -156,6 +156,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
     from emulator.observe.monitor import broker_rows, format_broker_table
+    from emulator.observe.publish import publish_accounting
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
     from emulator.testing import emulated_cluster
     from emulator.workload.session import start_scenario
@@ -178,6 +179,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                               clock=clock, start=start_cluster) as run:
         cluster = run.cluster
         tracker = UnavailabilityTracker(cluster.events)
+        publish_accounting(cluster)   # producers publish from here on (metrics, recording, summary)
         if cluster.decision_log is None:
             cluster.decision_log = DecisionLog(cluster.events, log=False)
         run_info = {

@@ -38,7 +38,8 @@ Names, types, labels and units follow spec pulsar-metrics.md §A:
 Emulator additions (`pulsar_lb_emulator_*`): emulated time, the weighted max usage the load manager uses,
 bundle counts, the leader, leader elections, bundle moves, reconnects and their latency, unavailable
 topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
-shedding time, actor crashes (emulator bugs) and faults of a user's strategy or shedder. A dead broker exports nothing, as a dead process would.
+shedding time, actor crashes (emulator bugs), faults of a user's strategy or shedder; publish latency
+(`emulator.observe.publish.publish_families`). A dead broker exports nothing, as a dead process would.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
 
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
+from emulator.observe.publish import publish_accounting, publish_families
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -133,6 +135,7 @@ class _Tally:
         self._unavailable_reported = 0.0
         self.reconnect_latency = _Histogram(RECONNECT_BUCKETS)
         self.report_age = _Histogram(REPORT_AGE_BUCKETS)
+        self.publish = publish_accounting(cluster)   # shared with the recorder and the summary
         self.assignments: dict[str, int] = {}        # deciding broker -> selectBrokerForAssignment calls
         self.topic_loads: dict[str, int] = {}        # broker -> topics loaded there so far
         self.down: dict[tuple[str, int], float] = {}  # (client, handle) -> disconnected since (s)
@@ -513,6 +516,8 @@ class _ClusterCollector:
                         "Redirects followed per client lookup (NaN before the first)", labels=C)
         ratio.add_metric((name,), redirected / lookups if lookups else math.nan)
         yield ratio
+
+        yield from publish_families(k, name, tally.publish, now)
 
         for metric_name, doc, hist in (
                 ("pulsar_lb_emulator_reconnect_latency_seconds",

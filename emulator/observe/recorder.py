@@ -12,6 +12,9 @@ Files (the contract with the Spark roll-up, /tmp/prompts/interfaces.md "Recordin
 * `decisions.jsonl`: the decision log's records (`{"t", "decision", ...}`, same fields as `DecisionLog`).
 * `events.jsonl`: `{"t", "kind", ...}` for scenario events, broker lifecycle, leader changes and client
   disconnects/reconnects/failures.
+* `publish.jsonl`: written whole at close (before run.json is rewritten), one line for the cluster
+  (`topic` "") then one per topic: publish latency P50 / P99 / P99.9 / P99.99 and failed sends
+  (`emulator.observe.publish.PublishLine`).
 
 Lines are buffered in memory and appended with whole-line `os.write` calls: at every sample block (and
 at least every emulated minute when the interval is longer), when the buffer passes 1 MiB, and on close.
@@ -41,6 +44,7 @@ import anyio
 import msgspec
 
 from emulator.observe.decision_log import DECISION_KINDS, to_builtins
+from emulator.observe.publish import write_publish_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -340,6 +344,7 @@ class Recorder:
         try:
             for f in (self.samples, self.decisions, self.events):
                 f.close()
+            write_publish_file(self.cluster, self.dir, now if now is not None else self._last_t)
         finally:
             self._writing = False
         self._closed = True

@@ -9,6 +9,8 @@
   at the end; total, p99 (nearest rank, over every topic with a handle) and max;
 * actor failures first, when any (emulator bugs), and a line for a user's strategy or shedder that
   raised, when it did;
+* publish latency P50 / P99 / P99.9 / P99.99 and failed sends, for the cluster and the topics with the
+  highest P99.99 (`emulator.observe.publish`, when the cluster has publish accounting);
 * final balance over the live brokers: max, min and standard deviation of the broker max usage as the
   load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
 
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from emulator.cluster.events import ClusterEvents, Event
+from emulator.observe.publish import PublishLine, format_publish, summary_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -124,6 +127,10 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     """Times a user's placement strategy raised (each failed that lookup, as Pulsar's broker does)."""
     shedding_failures: int = 0
     """Times a user's shedder (or the placement picking a destination) raised: cycles skipped."""
+    publish: PublishLine | None = None
+    """Publish latency quantiles and failed sends of the cluster (None without publish accounting)."""
+    publish_worst: list[PublishLine] = []
+    """The topics with the highest P99.99."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -168,6 +175,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     topics |= set(per_topic)
     downtime = [per_topic.get(t, 0.0) for t in sorted(topics)]
     unloads = len(decision_log.of("unload")) if decision_log is not None else 0
+    publish, publish_worst = summary_lines(getattr(cluster, "publish_accounting", None), now)
     return RunSummary(
         scenario=scenario, seed=seed, emulated_seconds=now,
         brokers_live=len(lines), brokers_started=counts["broker_started"], leader=leader,
@@ -189,6 +197,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         brokers=lines, event_errors=list(event_errors or []),
         actor_failures=[f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures],
         placement_failures=counts["placement_failed"], shedding_failures=counts["shedding_failed"],
+        publish=publish, publish_worst=publish_worst,
     )
 
 
@@ -217,6 +226,7 @@ def format_summary(s: RunSummary) -> str:
         f"reconnects {s.reconnects}",
         f"  unavailable        {s.unavailable_total:.3f} topic-seconds in all; p99 {s.unavailable_p99:.3f} s;"
         f" max {s.unavailable_max:.3f} s; {s.topics_unavailable} topics affected",
+        *format_publish(s.publish, s.publish_worst),
         f"  balance            max usage {s.usage_max:.2f} %, min {s.usage_min:.2f} %, "
         f"std {s.usage_std:.2f}; msg rate max/min {_ratio(s.msg_rate_ratio)} "
         f"({s.msg_rate_max:.1f} / {s.msg_rate_min:.1f} msg/s)",

@@ -18,6 +18,8 @@ RUN_FILE = "run.json"
 SAMPLES_FILE = "samples.jsonl"
 DECISIONS_FILE = "decisions.jsonl"
 EVENTS_FILE = "events.jsonl"
+PUBLISH_FILE = "publish.jsonl"
+"""Publish latency per run: the cluster's line (topic "") and one per topic, written at the run's close."""
 
 OVERLOAD_KEY = "loadBalancerBrokerOverloadedThresholdPercentage"
 OVERLOAD_DEFAULT = 85.0
@@ -152,5 +154,11 @@ def spark_schemas() -> dict[str, Any]:
             T.StructField("t", d), T.StructField("kind", s), T.StructField("event", s),
             T.StructField("client", s), T.StructField("handle", s), T.StructField("topic", s),
             T.StructField("unavailable", d),
+        ]),
+        PUBLISH_FILE: T.StructType([
+            T.StructField("topic", s), T.StructField("t", d), T.StructField("messages", d),
+            T.StructField("failed_timeout", d), T.StructField("failed_queue_full", d),
+            T.StructField("failed_closed", d), T.StructField("p50", d), T.StructField("p99", d),
+            T.StructField("p999", d), T.StructField("p9999", d),
         ]),
     }

@@ -10,8 +10,11 @@ Tables
 ------
 `runs` (one row per run), `windows` (one row per run and window), `brokers` (per run and broker),
 `balance_events` (per scenario event), `ticks` (per run and sample time), `broker_usage` (per run, time
-and broker), `topics` (unavailable seconds per run and topic), `comparison` (per configuration: mean and
-95 % confidence interval over seeds of every KPI; see `compare.py`).
+and broker), `topics` (unavailable seconds per run and topic), `publish` (publish latency P50 / P99 /
+P99.9 / P99.99 and failed sends per run, for the cluster and per topic, from publish.jsonl: the
+quantiles of the exact latency mixture the recorder computed, which Spark cannot re-derive from the
+coarse histogram buckets), `comparison` (per configuration: mean and 95 % confidence interval over
+seeds of every KPI; see `compare.py`).
 
 KPI definitions (the test recomputes each in plain Python)
 ----------------------------------------------------------
@@ -86,8 +89,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import msgspec
 
 from emulator.pipeline.compare import comparison_frame, comparison_rows
-from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, SAMPLES_FILE, Run, load_runs,
-                                         spark_schemas)
+from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
+                                         load_runs, spark_schemas)
 from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, spark_session
 
 if TYPE_CHECKING:
@@ -126,7 +129,10 @@ RUN_COLUMNS = ("run_id", "scenario", "seed", "config", "placement", "shedder", "
                "span_seconds", "ticks", "brokers", *KPI_COLUMNS)
 WINDOW_COLUMNS = ("run_id", "config", "seed", "window", "window_start", "window_end", "window_seconds",
                   "ticks", "brokers", *KPI_COLUMNS)
-TABLES = ("runs", "windows", "brokers", "balance_events", "ticks", "broker_usage", "topics", "comparison")
+TABLES = ("runs", "windows", "brokers", "balance_events", "ticks", "broker_usage", "topics", "publish",
+          "comparison")
+PUBLISH_COLUMNS = ("run_id", "config", "seed", "scope", "topic", "messages", "failed", "failed_timeout",
+                   "failed_queue_full", "failed_closed", "p50", "p99", "p999", "p9999")
 
 
 class RollupOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -208,6 +214,19 @@ def read_events(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     return df.filter(F.col("t").isNotNull() & F.col("kind").isNotNull())
 
 
+def read_publish(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+    """publish.jsonl of every run that has one (runs recorded before publish accounting have none)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = spark_schemas()[PUBLISH_FILE]
+    paths = _paths(runs, PUBLISH_FILE)
+    if not paths:
+        return spark.createDataFrame([], schema.add("run_id", T.StringType()))
+    df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
+    return df.filter(F.col("topic").isNotNull())
+
+
 def runs_frame(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     from pyspark.sql import types as T
 
@@ -245,6 +264,7 @@ class _Job:
         self.samples = self._keep(read_samples(spark, runs))
         self.decisions = self._keep(read_decisions(spark, runs))
         self.events = self._keep(read_events(spark, runs))
+        self.publish = read_publish(spark, runs)
         meta = runs_frame(spark, runs)
         times = (self.samples.select("run_id", "t").unionByName(self.decisions.select("run_id", "t"))
                  .unionByName(self.events.select("run_id", "t")).groupBy("run_id")
@@ -529,7 +549,21 @@ class _Job:
             .orderBy("run_id", "t", "broker"),
             "topics": topics.filter(F.col("window") == RUN_SCOPE).join(cfg, "run_id").select(
                 "run_id", "config", "seed", "topic", "unavailable_seconds").orderBy("run_id", "topic"),
+            "publish": self.publish_latency(cfg),
         }
+
+    def publish_latency(self, cfg: "DataFrame") -> "DataFrame":
+        """publish.jsonl as it is: the run's cluster line (scope "cluster", topic null) and one line per
+        topic (scope "topic"); `failed` = the three failure counts summed."""
+        F = self.F
+        p = self.publish
+        cluster = F.col("topic") == ""
+        return (p.join(cfg, "run_id")
+                .withColumns({"scope": F.when(cluster, "cluster").otherwise("topic"),
+                              "topic": F.when(cluster, F.lit(None)).otherwise(F.col("topic")),
+                              "failed": F.col("failed_timeout") + F.col("failed_queue_full")
+                              + F.col("failed_closed")})
+                .select(*PUBLISH_COLUMNS).orderBy("run_id", F.col("scope").asc(), "topic"))
 
 
 def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None

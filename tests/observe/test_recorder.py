@@ -172,7 +172,8 @@ def test_a_run_killed_with_sigterm_leaves_valid_files_and_an_incomplete_run_json
     assert read_lines(out / "decisions.jsonl")
     events = read_lines(out / "events.jsonl")
     assert all("kind" in e and "t" in e for e in events)
-    assert sorted(os.listdir(out)) == ["decisions.jsonl", "events.jsonl", "run.json", "samples.jsonl"]
+    assert sorted(os.listdir(out)) == ["decisions.jsonl", "events.jsonl", "publish.jsonl", "run.json",
+                                       "samples.jsonl"]   # publish.jsonl: the publish latency so far
 
 
 def test_sample_lines_are_the_sample_structs_json_byte_for_byte(tmp_path):
