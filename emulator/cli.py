@@ -37,8 +37,8 @@ def parse_duration(text: str, *, flag: str = "--duration") -> float:
             raise UsageError(f"{flag} = {text!r}: expected a duration like 90m, 2h, 1h30m, 45s") from None
         h, mi, s = (float(g) if g else 0.0 for g in m.groups())
         value = h * 3600 + mi * 60 + s
-    if not value > 0:
-        raise UsageError(f"{flag} = {text!r}: must be > 0")
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{flag} = {text!r}: must be a positive, finite duration")
     return value
 
 
