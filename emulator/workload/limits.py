@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_BROKERS", "MAX_BUNDLES", "MAX_CLIENTS", "MAX_EVENTS", "MAX_HANDLES", "MAX_NAMESPACES",
+__all__ = ["MAX_BROKERS", "MAX_BUNDLES", "MAX_CLIENTS", "MAX_EVENTS", "MAX_HANDLES", "MAX_MSG_SIZE", "MAX_NAMESPACES",
            "MAX_TOML_BYTES", "MAX_TOML_DEPTH", "MAX_TOPICS", "check_finite", "check_sizes"]
 
 MAX_BROKERS = 2_000
@@ -33,6 +33,9 @@ MAX_HANDLES = 2_000_000
 """Producers + consumers over all topics (and partitions): 20 × the bench's 100,000 producers."""
 MAX_CLIENTS = 100_000
 """PulsarClient instances (one actor each)."""
+MAX_MSG_SIZE = 5 * 1024 * 1024
+"""Bytes per message: Pulsar's maxMessageSize default (ServiceConfiguration.maxMessageSize, 5 MiB), the
+largest message a broker accepts unless reconfigured; a bigger one here is a unit slip (kB vs bytes)."""
 MAX_EVENTS = 100_000
 """[[events]] entries (each one is a task of the event driver)."""
 MAX_TOML_BYTES = 16 * 1024 * 1024
@@ -87,6 +90,9 @@ def check_sizes(scenario: Any, fail: Fail) -> None:
             value = getattr(g, key)
             if value > limit:
                 raise fail(["topics", i, key], _over(limit, what), value)
+        if g.msg_size > MAX_MSG_SIZE:
+            raise fail(["topics", i, "msg_size"], f"over Pulsar's maxMessageSize default of {MAX_MSG_SIZE:,} "
+                       "bytes (msg_size is bytes per message)", g.msg_size)
         n = g.count * max(1, g.partitions)
         topics += n
         if topics > MAX_TOPICS:
