@@ -138,7 +138,6 @@ def effective_config(scenario: Any, opts: RunOptions, base: ServiceConfig | None
     `base` is the broker.conf's config (or None for the built-in defaults)."""
     from emulator.workload.build import service_config
     from emulator.workload.errors import ScenarioError
-
     from emulator.workload.loader import check_strategies
 
     try:
@@ -148,9 +147,11 @@ def effective_config(scenario: Any, opts: RunOptions, base: ServiceConfig | None
     placement = conf.load_balancer_load_placement_strategy
     shedder = conf.load_balancer_load_shedding_strategy
 
-    def fail(key: str, reason: str) -> Exception:  # the pair broker.conf + scenario + flags make
+    sources = (f"--broker-conf {opts.broker_conf} + " if opts.broker_conf else "") + f"scenario {scenario.name}"
+
+    def fail(key: str, reason: str) -> Exception:  # the pair broker.conf, the scenario and the flags make
         value = placement if key.endswith("PlacementStrategy") else shedder
-        return RunError(f"effective config: {key} = {value!r}: {reason.splitlines()[0]}")
+        return RunError(f"{sources}: {key} = {value!r}: {reason.splitlines()[0]}")
 
     check_strategies(placement, shedder, fail)
     return conf

@@ -262,3 +262,11 @@ def test_record_folder_must_be_a_writable_folder(tmp_path, capsys):
     bad(capsys, ["run", "default", "--quiet", "--record", str(afile)], "--record", str(afile), "not a folder")
     under = afile / "sub"
     bad(capsys, ["run", "default", "--quiet", "--record", str(under)], "--record", str(under), "not writable")
+
+
+def test_a_strategy_pair_made_by_broker_conf_and_scenario_is_checked_up_front(tmp_path, capsys):
+    """broker.conf sets only the placement (AvgShedder); with the default ThresholdShedder Pulsar's MLMI
+    throws IllegalArgumentException at initialize: here one line before the cluster starts."""
+    path = conf(tmp_path, "loadBalancerLoadPlacementStrategy=AvgShedder\n")
+    bad(capsys, ["run", scenario(tmp_path, ""), "--quiet", "--broker-conf", path], path,
+        "loadBalancerLoadPlacementStrategy", "AvgShedder", "must be the shedding strategy too")
