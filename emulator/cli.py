@@ -39,8 +39,8 @@ def parse_duration(text: str, *, flag: str = "--duration") -> float:
             raise UsageError(f"{flag} = {text!r}: expected a duration like 90m, 2h, 1h30m, 45s") from None
         h, mi, s = (float(g) if g else 0.0 for g in m.groups())
         value = h * 3600 + mi * 60 + s
-    if not value > 0:
-        raise UsageError(f"{flag} = {text!r}: must be > 0")
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{flag} = {text!r}: must be a positive, finite duration")
     return value
 
 
@@ -176,12 +176,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides["shedder"] = args.shedder
     opts = RunOptions(
         scenario=args.scenario, broker_conf=args.broker_conf, overrides=overrides, seed=args.seed,
-        duration=parse_duration(args.duration) if args.duration else None,
+        duration=parse_duration(args.duration) if args.duration is not None else None,
         clock=args.clock, speed=args.speed, record_dir=args.record,
         record_interval=parse_duration(args.record_interval, flag="--record-interval"),
         metrics_port=args.metrics_port, metrics_host=args.metrics_host,
         monitor_interval=(parse_duration(args.monitor_interval, flag="--monitor-interval")
-                          if args.monitor_interval else None),
+                          if args.monitor_interval is not None else None),
         progress=not args.quiet and args.clock == "virtual" and sys.stderr.isatty(),
         check_interval=parse_duration(args.check_interval, flag="--check-interval"),
     )

@@ -71,21 +71,46 @@ class RunError(ValueError):
 
 
 def load_broker_conf(path: str, warn: TextIO | None = None) -> ServiceConfig:
-    """A real broker.conf: unknown keys are warned about once (one line), bad values are errors."""
+    """A real broker.conf: bad bytes, bad values and unknown strategy classes are errors (one line);
+    keys the emulator does not use are counted in one warning line and listed at --log-level debug
+    (Pulsar's own conf/broker.conf has ~300 of them)."""
+    import structlog
+
+    from emulator.preflight import PreflightError, read_broker_conf
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError(f"--broker-conf = {path!r}: no such file") from None
-    except OSError as e:
-        raise RunError(f"--broker-conf = {path!r}: {e.strerror}") from None
+        text = read_broker_conf(path)
+    except PreflightError as e:
+        raise RunError(str(e)) from None
     try:
         conf, unknown = ServiceConfig.from_properties_with_unknown(text, source=path)
     except ConfigError as e:
         raise RunError(str(e)) from None
+    _check_strategy_names(conf, path)
     if unknown and warn is not None:
-        shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
-        warn.write(f"warning: {path}: ignoring {len(unknown)} key(s) the emulator does not use: {shown}\n")
+        warn.write(f"warning: {path}: ignoring {len(unknown)} key(s) the emulator does not use "
+                   "(--log-level debug lists them)\n")
+        structlog.get_logger("broker_conf").debug("ignored keys", file=path, count=len(unknown),
+                                                  keys=", ".join(unknown))
     return conf
+
+
+def _check_strategy_names(conf: ServiceConfig, path: str) -> None:
+    """The strategy and shedder class names of a broker.conf, resolved now as `--set` ones are."""
+    import random
+
+    import shedders
+    import strategies
+
+    from emulator.workload.loader import PLACEMENT_KEY, SHEDDER_KEY
+
+    for key, value, registry in ((PLACEMENT_KEY, conf.load_balancer_load_placement_strategy, strategies),
+                                 (SHEDDER_KEY, conf.load_balancer_load_shedding_strategy, shedders)):
+        try:
+            registry.create(value, rng=random.Random(0))
+        except (ValueError, TypeError, ImportError) as e:
+            reason = str(e.args[0]) if e.args else type(e).__name__
+            raise RunError(f"{path}: {key} = {value!r}: {reason.splitlines()[0]}") from None
 
 
 def load_scenario(name_or_path: str) -> Any:
@@ -114,11 +139,23 @@ def effective_config(scenario: Any, opts: RunOptions, base: ServiceConfig | None
     `base` is the broker.conf's config (or None for the built-in defaults)."""
     from emulator.workload.build import service_config
     from emulator.workload.errors import ScenarioError
+    from emulator.workload.loader import check_strategies
 
     try:
-        return service_config(scenario, base, opts.overrides)
+        conf = service_config(scenario, base, opts.overrides)
     except (ConfigError, ScenarioError, ValueError) as e:
         raise RunError(str(e).splitlines()[0]) from None
+    placement = conf.load_balancer_load_placement_strategy
+    shedder = conf.load_balancer_load_shedding_strategy
+
+    sources = (f"--broker-conf {opts.broker_conf} + " if opts.broker_conf else "") + f"scenario {scenario.name}"
+
+    def fail(key: str, reason: str) -> Exception:  # the pair broker.conf, the scenario and the flags make
+        value = placement if key.endswith("PlacementStrategy") else shedder
+        return RunError(f"{sources}: {key} = {value!r}: {reason.splitlines()[0]}")
+
+    check_strategies(placement, shedder, fail)
+    return conf
 
 
 def _versions() -> dict[str, str]:
@@ -269,13 +306,31 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     base = load_broker_conf(opts.broker_conf, err) if opts.broker_conf else None
     effective_config(scenario, opts, base)      # validate before anything starts
     clock = make_clock(opts)
-    if opts.duration is not None and not opts.duration > 0:
-        raise RunError(f"--duration = {opts.duration!r}: must be > 0")
+    if opts.duration is not None and (not opts.duration > 0 or math.isinf(opts.duration)):
+        raise RunError(f"--duration = {opts.duration!r}: must be a positive, finite emulated time")
+    for flag, value in (("--record-interval", opts.record_interval),
+                        ("--monitor-interval", opts.monitor_interval)):
+        if value is not None and (not value > 0 or math.isinf(value)):
+            raise RunError(f"{flag} = {value!r}: must be a positive, finite emulated time")
+    _preflight(opts)
     if not opts.check_interval > 0 or math.isinf(opts.check_interval):
         raise RunError(f"--check-interval = {opts.check_interval!r}: must be a positive number of "
                        "emulated seconds")
     return run_on_clock(functools.partial(run_async, out=out, err=err), opts, scenario, base, clock,
                         clock=clock)
+
+
+def _preflight(opts: RunOptions) -> None:
+    """Metrics address and record folder, checked before the cluster starts."""
+    from emulator.preflight import PreflightError, check_metrics_address, check_record_dir
+
+    try:
+        if opts.metrics_port is not None:
+            check_metrics_address(opts.metrics_host, opts.metrics_port)
+        if opts.record_dir is not None:
+            check_record_dir(opts.record_dir)
+    except PreflightError as e:
+        raise RunError(str(e)) from None
 
 
 def run_recorded(scenario: str, overrides: dict[str, str], seed: int, out_dir: str,

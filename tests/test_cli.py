@@ -48,7 +48,11 @@ def test_broker_conf_sets_keys_and_warns_once_about_unknown_ones(tmp_path):
     p = cli("run", "broker-crash", "--duration", "2m", "--broker-conf", str(conf), "--quiet")
     assert p.returncode == 0, p.stderr
     warnings = [line for line in p.stderr.splitlines() if "ignoring" in line]
-    assert len(warnings) == 1 and "zookeeperServers" in warnings[0] and "brokerServicePort" in warnings[0]
+    assert len(warnings) == 1 and "ignoring 2 key(s)" in warnings[0] and "--log-level debug" in warnings[0]
+    debug = cli("run", "broker-crash", "--duration", "1s", "--broker-conf", str(conf), "--quiet",
+                "--log-level", "debug")
+    listed = [line for line in debug.stderr.splitlines() if "ignored keys" in line]
+    assert len(listed) == 1 and "zookeeperServers" in listed[0] and "brokerServicePort" in listed[0]
 
 
 @pytest.mark.parametrize("text,seconds", [("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("45s", 45),

@@ -262,7 +262,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
             try:
                 field = ServiceConfig.field_name(key)
             except ValueError:
-                raise ConfigError(f"{source}: {key} = {raw!r}: unknown key") from None
+                raise ConfigError(f"{source}: {key} = {_shown(raw)}: unknown key") from None
             if isinstance(raw, str):
                 if raw.strip() == "":
                     continue  # Pulsar keeps the default for a blank value
@@ -270,10 +270,10 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
             else:
                 value = _coerce(raw, _FIELD_TYPES[field])
             if isinstance(value, _Bad):
-                raise ConfigError(f"{source}: {key} = {raw!r}: {value.reason}")
+                raise ConfigError(f"{source}: {key} = {_shown(raw)}: {value.reason}")
             problem = _check(field, value)
             if problem:
-                raise ConfigError(f"{source}: {key} = {raw!r}: {problem}")
+                raise ConfigError(f"{source}: {key} = {_shown(raw)}: {problem}")
             changes[field] = value
         return msgspec.structs.replace(self, **changes)
 
@@ -408,7 +408,6 @@ _POSITIVE = frozenset(
         "max_concurrent_lookup_request",
         "max_concurrent_topic_load_request",
         "metadata_store_session_timeout_millis",
-        "zoo_keeper_session_timeout_millis",
         "metadata_store_operation_timeout_seconds",
         "keep_alive_interval_seconds",
         "load_balancer_split_interval_minutes",
@@ -420,8 +419,28 @@ _NEGATIVE_ALLOWED = frozenset(
         "max_unload_bundle_num_per_shedding",
         "load_balancer_namespace_bundle_max_sessions",
         "load_balancer_max_number_of_bundles_in_bundle_load_report",
+        # Deprecated, long, default -1 in Pulsar 3.x: ServiceConfiguration.getMetadataStoreSessionTimeoutMillis
+        # uses it only when > 0, so conf/broker.conf ships `zooKeeperSessionTimeoutMillis=-1` = unset.
+        "zoo_keeper_session_timeout_millis",
     }
 )
+# Keys declared `long` in ServiceConfiguration.java / LoadBalancerConfiguration.java; every other integer
+# key is a Java `int`. PulsarConfigurationLoader parses with Integer/Long.valueOf, so a value outside the
+# type's range is a NumberFormatException at broker start: refused here the same way.
+_JAVA_LONG = frozenset(
+    {
+        "load_balancer_shedding_grace_period_minutes",
+        "namespace_bundle_unloading_timeout_ms",
+        "broker_shutdown_timeout_ms",
+        "metadata_store_session_timeout_millis",
+        "zoo_keeper_session_timeout_millis",
+        "load_balance_shedding_delay_in_seconds",
+        "load_balancer_broker_load_data_ttl_in_seconds",
+        "load_balancer_service_unit_state_tombstone_delay_time_in_seconds",
+    }
+)
+_JAVA_INT_RANGE = (-(2**31), 2**31 - 1)
+_JAVA_LONG_RANGE = (-(2**63), 2**63 - 1)
 _CHOICES: Mapping[str, tuple[str, ...]] = types.MappingProxyType(
     {"zookeeper_session_expired_policy": ("reconnect", "shutdown")}
 )
@@ -437,6 +456,12 @@ class _Bad(msgspec.Struct, frozen=True):
     reason: str
 
 
+def _shown(raw: Any) -> str:
+    """A value as errors show it: repr, cut to one readable line."""
+    text = repr(raw)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _effective_weight(new: float, old: float) -> float:
     if new != 1.0:
         return new
@@ -449,6 +474,8 @@ def _parse_str(raw: str, kind: Any) -> Any:
     text = raw.strip()
     if kind is int:
         if re.fullmatch(r"[+-]?\d+", text):
+            if len(text.lstrip("+-").lstrip("0")) > 19:  # past any Java long; int() of 4,300+ digits raises
+                return _Bad("out of range for a Java long (-9223372036854775808..9223372036854775807)")
             return int(text)
         return _Bad("expected an integer")
     if kind is float or kind == "optfloat":
@@ -492,6 +519,12 @@ def _check(field: str, value: Any) -> str | None:
     """Why `value` is invalid for `field`, or None."""
     if isinstance(value, float) and math.isnan(value):
         return "NaN is not a valid value"
+    if isinstance(value, float) and math.isinf(value):
+        return "must be a finite number"
+    if isinstance(value, int) and not isinstance(value, bool) and _FIELD_TYPES.get(field) is int:
+        java, (low, high) = (("long", _JAVA_LONG_RANGE) if field in _JAVA_LONG else ("int", _JAVA_INT_RANGE))
+        if not low <= value <= high:
+            return f"out of range for a Java {java} ({low}..{high})"
     if field in _CHOICES and value not in _CHOICES[field]:
         return f"expected one of {', '.join(_CHOICES[field])}"
     if field == "default_namespace_bundle_split_algorithm" and value not in _SPLIT_ALGORITHMS:

@@ -27,6 +27,7 @@ import msgspec
 from emulator.model.bundles import parse_bundle
 from emulator.model.config import ConfigError, ServiceConfig
 
+from . import limits
 from .errors import MISSING, ScenarioError
 from .durations import format_duration
 from .schema import (
@@ -43,6 +44,7 @@ from .schema import (
     TopicSelector,
     Unload,
     dec_hook,
+    verb_of,
 )
 from .traffic import topic_names
 
@@ -59,10 +61,21 @@ _BROKER = re.compile(r"^broker-(\d+)(?::8080)?$")
 
 def loads(text: str, source: str = "<scenario>") -> Scenario:
     """Parse and check scenario TOML text; `source` names it in errors."""
+    if len(text) > limits.MAX_TOML_BYTES:
+        raise ScenarioError(source, None, MISSING, f"{len(text):,} characters; a scenario file is at most "
+                            f"{limits.MAX_TOML_BYTES:,}")
+    if "\x00" in text:
+        raise ScenarioError(source, None, MISSING, "contains NUL bytes: a binary file, not a scenario")
+    deep = limits.toml_depth_exceeded(text)
+    if deep is not None:
+        raise ScenarioError(source, None, MISSING, f"line {deep}: arrays or tables nested more than "
+                            f"{limits.MAX_TOML_DEPTH} deep")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(source, None, MISSING, f"invalid TOML: {e}") from None
+    except RecursionError:
+        raise ScenarioError(source, None, MISSING, "invalid TOML: nested too deeply") from None
     return from_dict(raw, source)
 
 
@@ -70,6 +83,9 @@ def load_file(path: str | os.PathLike[str]) -> Scenario:
     """Read a scenario file; errors name the path as given."""
     source = os.fspath(path)
     try:
+        if Path(source).stat().st_size > limits.MAX_TOML_BYTES:
+            raise ScenarioError(source, None, MISSING, f"larger than {limits.MAX_TOML_BYTES:,} bytes; not a "
+                                "scenario file")
         text = Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(source, None, MISSING, "no such scenario file") from None
@@ -96,6 +112,8 @@ def load(name_or_path: str | os.PathLike[str]) -> Scenario:
 
 
 def from_dict(raw: dict[str, Any], source: str) -> Scenario:
+    limits.check_finite(raw, lambda segs, reason, value: ScenarioError(source, format_path(segs), value,
+                                                                       reason))
     try:
         scenario = msgspec.convert(raw, Scenario, strict=True, dec_hook=dec_hook)
     except msgspec.ValidationError as e:
@@ -304,6 +322,8 @@ class _Checker:
         s = self.s
         if s.scenario.duration <= 0:
             raise self.fail(["scenario", "duration"], "must be > 0 (how long the run lasts)")
+        limits.check_sizes(s, lambda segs, reason, value: self.fail(segs, reason, value))
+        self.check_positive_durations()
         self.check_settings()
         self.check_namespaces()
         self.check_topics()
@@ -311,6 +331,30 @@ class _Checker:
             self.check_pattern(["traffic", "patterns", i], p, None)
         self.check_brokers()
         self.check_events()
+
+    def check_positive_durations(self) -> None:
+        """Periods and lengths where 0 makes no sense: a 0 s report interval or jitter period would loop
+        without emulated time passing, a 0 s diurnal period divides by zero, a 0 s spike is nothing."""
+        c = self.s.cluster
+        for key in ("report_interval", "broker_start_timeout"):
+            if getattr(c, key) <= 0:
+                raise self.fail(["cluster", key], "must be > 0")
+        patterns: list[tuple[list[Seg], Any]] = [(["traffic", "patterns", i], p)
+                                                 for i, p in enumerate(self.s.traffic.patterns)]
+        for i, g in enumerate(self.s.topics):
+            patterns += [(["topics", i, "patterns", j], p) for j, p in enumerate(g.patterns)]
+            if g.consumer_jitter is not None and g.consumer_jitter.period <= 0:
+                raise self.fail(["topics", i, "consumer_jitter", "period"], "must be > 0 (how often "
+                                "consumers are cycled)")
+        for at, p in patterns:
+            for key in ("period", "duration"):
+                if isinstance(getattr(p, key, None), (int, float)) and getattr(p, key) <= 0:
+                    raise self.fail(at + [key], "must be > 0")
+        for i, e in enumerate(self.s.events):
+            for key in ("duration", "over"):
+                value = getattr(e, key, None)
+                if isinstance(value, (int, float)) and value <= 0 and verb_of(e) in ("spike", "ramp"):
+                    raise self.fail(["events", i, key], "must be > 0")
 
     # --- settings and strategies
 
