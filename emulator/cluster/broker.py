@@ -528,12 +528,13 @@ class Broker(Actor):
         from .modular_load_manager import ModularLoadManager
 
         now = self.now
-        if self._local_lm is None or now - self._local_lm_time >= self.report_interval:
-            if self._local_lm is None:
+        lm = self._local_lm   # held locally: a leader's return may drop the view while we await
+        if lm is None or now - self._local_lm_time >= self.report_interval:
+            if lm is None:
                 strategy = strategies.create(
                     self.conf.load_balancer_load_placement_strategy, rng=self.rng
                 )
-                self._local_lm = ModularLoadManager(
+                lm = self._local_lm = ModularLoadManager(
                     self.conf, strategy, self.rng, broker_id=self.broker_id, columnar=False
                 )
             available = await self.md.children(paths.BROKERS)
@@ -545,9 +546,9 @@ class Broker(Actor):
                         "report:" + b, node.data,
                         functools.partial(msgspec.json.decode, type=LocalBrokerData))
                 )
-            self._local_lm.update_all(available, reports, self.owned_bundle_names())
+            lm.update_all(available, reports, self.owned_bundle_names())
             self._local_lm_time = now
-        broker, trace = self._local_lm.select_broker_for_assignment(
+        broker, trace = lm.select_broker_for_assignment(
             bundle, non_persistent=non_persistent
         )
         self.events.emit("assignment", bundle=bundle, broker=broker, leader=self.broker_id,
