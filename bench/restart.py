@@ -18,9 +18,7 @@ from typing import Any
 
 import anyio
 
-from emulator.cluster.cluster import ClusterSettings
 from emulator.cluster.events import Event
-from emulator.cluster.latency import Latencies
 from emulator.cluster.messages import HandleKind
 from emulator.runtime import VirtualClock, run
 from emulator.testing import emulated_cluster
@@ -61,10 +59,8 @@ async def restart_case(*, brokers: int, namespaces: int, bundles_per_ns: int, cl
     ns = [f"public/ns-{i}" for i in range(namespaces)]
     total = clients * producers_per_client
     names = [f"persistent://{ns[i % namespaces]}/topic-{i}" for i in range(total)]
-    # the calibrated operation latencies (emulator/cluster/latency.py), as a scenario runs with them
-    settings = ClusterSettings(latency=Latencies())
     async with emulated_cluster(brokers, seed=seed, namespaces={n: bundles_per_ns for n in ns},
-                                check_interval=CHECK_INTERVAL, settings=settings) as cluster:
+                                check_interval=CHECK_INTERVAL) as cluster:
         if cluster.decision_log is not None:
             cluster.decision_log.close()  # 100k assignment traces: the benchmark reads none of them
         counter = _Connected(total)
