@@ -53,6 +53,7 @@ from . import paths
 from .bundle_owner import BundleOwner
 from .decoded import DecodeCache
 from .events import ClusterEvents
+from .latency import Latencies, LatencySampler
 from .load_source import LoadSource
 from .stats_window import BrokerWindows
 from .messages import (
@@ -74,6 +75,7 @@ from .metadata_messages import Notification, SessionEvent
 from .network import Network, host_of, service_url_of, web_url_of
 from .user_faults import UserCodeError
 from . import user_faults
+from .topic_loader import TopicLoader
 
 _json_encode = msgspec.json.encode
 
@@ -158,6 +160,7 @@ class Broker(Actor):
         close_time: float = 0.0,
         close_time_per_topic: float = 0.0,
         decoded: DecodeCache | None = None,
+        latencies: Latencies | None = None,
     ) -> None:
         super().__init__(broker_id, system)
         # shared with the cluster's other brokers: what they decode, they only read
@@ -172,6 +175,12 @@ class Broker(Actor):
         self.close_time = close_time
         self.close_time_per_topic = close_time_per_topic
         self.closing = False
+        # operation latencies (latency.py); without a model, the two close times above and no other
+        self.latency = LatencySampler(
+            latencies or Latencies.zero(bundle_close=close_time, topic_close=close_time_per_topic),
+            system.seed, broker_id)
+        self.topic_loader = TopicLoader(self.call_later, functools.partial(self.latency, "topic_load"),
+                                        lambda: self.conf.max_concurrent_topic_load_request)
         self.md = MetadataClient(self, store_name)
         self.service_url = service_url_of(broker_id)
         self.web_url = web_url_of(broker_id)
@@ -212,7 +221,14 @@ class Broker(Actor):
     # ================================================================== lifecycle
 
     async def on_start(self) -> None:
-        """Pulsar's startup order: metadata session, binary port, leader election, then the load manager."""
+        """Pulsar's startup order: metadata session, binary port, leader election, then the load manager.
+
+        The process first takes `broker_start` (JVM, BookKeeper client, managed-ledger factory, web
+        service: PulsarService.start up to the load manager); the metadata steps after it take their
+        metadata_op each."""
+        start_up = self.latency("broker_start")
+        if start_up > 0:
+            await anyio.sleep(start_up)
         await self.md.open_session(session_events=True)
         self.network.listen(self.broker_id, self)
         await self.md.watch(paths.LEADER)
@@ -283,7 +299,11 @@ class Broker(Actor):
     async def _admin(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                      reply: Reply) -> None:
         """Run an admin operation in a task; the coroutine is created here, inside the task, so a
-        broker that dies first leaves no never-awaited coroutine behind."""
+        broker that dies first leaves no never-awaited coroutine behind. The REST call's own time
+        (`admin_call`: HTTP round trip and Jetty handling) passes before the operation starts."""
+        took = self.latency("admin_call")
+        if took > 0:
+            await anyio.sleep(took)
         try:
             detail = await op(*args, **kwargs)
         except AdminError as e:
@@ -605,7 +625,7 @@ class Broker(Actor):
         owner = BundleOwner(f"{self.broker_id}/{bundle}", self.system, bundle=bundle,
                             broker_id=self.broker_id, network=self.network,
                             close_time=self.close_time,
-                            close_time_per_topic=self.close_time_per_topic)
+                            close_time_per_topic=self.close_time_per_topic, latency=self.latency)
         self.system.spawn(owner, parent=self)
         owned.actor = owner
         owned.active = True
@@ -849,8 +869,25 @@ class Broker(Actor):
                 )
             )
             return
+        owner = owned.actor
+        if msg.topic in owner.topics:   # loaded already (a topic stays loaded until its bundle goes)
+            self._attached(owner, msg, reply)
+            return
+        # BrokerService.getOrCreateTopic: load the topic first (a permit of
+        # maxConcurrentTopicLoadRequest, queued beyond; topic_loader.py), then serve the producer
+        self.topic_loader.load((owner, msg.topic), functools.partial(
+            self._after_topic_load, bundle, owner, msg, reply))
+
+    def _after_topic_load(self, bundle: str, owner: BundleOwner, msg: Attach, reply: Reply) -> None:
+        owned = self.owned.get(bundle)
+        if owned is None or owned.actor is not owner or not owned.active or not owner.alive:
+            self._route_attach(bundle, msg, reply)   # unloaded meanwhile: refused as any other
+            return
+        self._attached(owner, msg, reply)
+
+    def _attached(self, owner: BundleOwner, msg: Attach, reply: Reply) -> None:
         self.network.connect(msg.client, self.broker_id)
-        owned.actor.attach(msg)
+        owner.attach(msg)
         reply.ok(_ATTACHED)
 
     def _on_detach(self, msg: Detach, reply: Reply) -> None:

@@ -17,19 +17,22 @@ from .load_source import TopicLoad, TopicTable
 from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .latency import LatencySampler
     from .network import Network
 
 
 class BundleOwner(Actor):
     def __init__(self, name: str, system: ActorSystem, *, bundle: str, broker_id: str,
                  network: "Network | None" = None, close_time: float = 0.0,
-                 close_time_per_topic: float = 0.0) -> None:
+                 close_time_per_topic: float = 0.0,
+                 latency: "LatencySampler | None" = None) -> None:
         super().__init__(name, system)
         self.bundle = bundle
         self.broker_id = broker_id
         self.network = network
         self.close_time = close_time
         self.close_time_per_topic = close_time_per_topic
+        self.latency = latency   # when given, bundle_close / topic_close draws replace the two above
         # versioned: every change below bumps topics.version (the load source caches per version)
         self.topics = TopicTable()
         # (client, handle id) per topic, so a duplicate attach after a reconnect is idempotent
@@ -74,10 +77,16 @@ class BundleOwner(Actor):
         """topic.close(closeWithoutWaitingClientDisconnect=true): CloseProducer/CloseConsumer to every
         client, without waiting for their answer; then the topics are gone from this broker.
 
-        Closing costs emulated time (ledgers closed, cursors persisted): `close_time` plus
-        `close_time_per_topic` per topic, an emulator knob (ClusterSettings)."""
+        Closing costs emulated time (ledgers closed, cursors persisted). With a latency sampler:
+        `bundle_close` plus the slowest of the topics' `topic_close` draws, as
+        BrokerService.unloadServiceUnit closes them concurrently and waits for all
+        (FutureUtil.waitForAll); the unload's ask gives up after namespaceBundleUnloadingTimeoutMs.
+        Without: `close_time` plus `close_time_per_topic` per topic (ClusterSettings knobs)."""
         n = len(self.topics)
-        delay = self.close_time + self.close_time_per_topic * n
+        if self.latency is not None:
+            delay = self.latency("bundle_close") + self.latency.max_of("topic_close", n)
+        else:
+            delay = self.close_time + self.close_time_per_topic * n
         if delay > 0:
             import anyio
 

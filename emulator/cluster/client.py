@@ -25,6 +25,7 @@ import msgspec
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from .events import ClusterEvents
+from .latency import Latencies, LatencySampler
 from .messages import (
     Attach,
     AttachResult,
@@ -157,8 +158,12 @@ class _Lookup:
 
 class PulsarClient(Actor):
     def __init__(self, name: str, system: ActorSystem, *, network: Network, service_urls: list[str],
-                 events: ClusterEvents, settings: ClientSettings | None = None) -> None:
+                 events: ClusterEvents, settings: ClientSettings | None = None,
+                 latencies: Latencies | None = None) -> None:
         super().__init__(name, system)
+        # tcp_connect, lookup, producer_create, subscribe draws (latency.py); none: instantaneous
+        self.latency = LatencySampler(latencies or Latencies.zero(), system.seed, name)
+        self._cnx: set[str] = set()   # brokers this client holds a connection to (ClientCnx pool)
         if not service_urls:
             raise ValueError(f"client {name}: service_urls is empty; give at least one broker address")
         self.network = network
@@ -247,6 +252,7 @@ class PulsarClient(Actor):
     def close_connection(self, broker_id: str, reason: str) -> None:
         """Every handle attached through this connection reconnects (ClientCnx closed)."""
         self.stats.connection_closes += 1
+        self._cnx.discard(broker_id)
         self.network.disconnect(self.name, broker_id)
         for h in list(self.handles.values()):
             if h.state == "connected" and h.broker_id == broker_id:
@@ -265,13 +271,27 @@ class PulsarClient(Actor):
         self._get_broker(h)
 
     def _on_broker(self, h: Handle, broker_id: str | None, error: str | None) -> None:
-        """The lookup's answer: attach to the owner (after a wire round trip), or fail."""
+        """The lookup's answer: attach to the owner (after a wire round trip), or fail.
+
+        The attach costs a connection to the owner if the client has none (`tcp_connect`) and the
+        CommandProducer / CommandSubscribe round trip (`producer_create` / `subscribe`); the topic's
+        load at the owner is the broker's (topic_loader.py)."""
         if broker_id is None:
             self._connection_failed(h, error or "lookup failed")
-        elif self.network.latency:
-            self.call_later(2 * self.network.latency, self._attach, h, broker_id)
+            return
+        delay = 2 * self.network.latency + self._connect_time(broker_id) + self.latency(
+            "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
+        if delay > 0:
+            self.call_later(delay, self._attach, h, broker_id)
         else:
             self._attach(h, broker_id)
+
+    def _connect_time(self, broker_id: str) -> float:
+        """`tcp_connect` for a broker this client has no connection to yet (then it has one)."""
+        if broker_id in self._cnx:
+            return 0.0
+        self._cnx.add(broker_id)
+        return self.latency("tcp_connect")
 
     def _attach(self, h: Handle, broker_id: str) -> None:
         try:
@@ -364,8 +384,10 @@ class PulsarClient(Actor):
         except ActorDead:
             self._lookup_failed(lookup, "connection refused")
             return
-        if self.network.latency:   # a round trip on the wire
-            self.call_later(2 * self.network.latency, self._lookup_ask, lookup, broker)
+        # a round trip on the wire, the broker's handling (`lookup`), a connection if there is none
+        delay = 2 * self.network.latency + self._connect_time(broker.name) + self.latency("lookup")
+        if delay > 0:
+            self.call_later(delay, self._lookup_ask, lookup, broker)
         else:
             self._lookup_ask(lookup, broker)
 

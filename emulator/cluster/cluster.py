@@ -23,6 +23,7 @@ from .broker import Broker, LeaderBroker
 from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
 from .events import ClusterEvents
+from .latency import Constant, Latencies
 from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
 from .messages import AdminResult, SplitBundle, UnloadBundle
@@ -42,9 +43,19 @@ class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
     placement: str | None = None            # overrides conf.load_balancer_load_placement_strategy
     shedder: str | None = None              # overrides conf.load_balancer_load_shedding_strategy
     bundle_close_time: float = 0.02         # seconds to close a bundle's topics on unload (base)...
-    topic_close_time: float = 0.002         # ...plus this per topic (ledger close, cursor persist)
+    topic_close_time: float = 0.002         # ...plus the slowest of its topics (closed concurrently)
     sigterm_timeout: float = 5.0            # grace period of a SIGTERM-like stop before the kill
     network_latency: float = 0.0            # one-way client <-> broker latency, seconds
+    latency: Latencies | None = None
+    """Every operation's duration (emulator/cluster/latency.py). None: the cost-free cluster, built
+    from the fields above (`metadata_op_latency`, `bundle_close_time`, `topic_close_time`), every
+    other step instantaneous. Scenarios pass the calibrated defaults with their [latency] table."""
+
+    def latencies(self) -> Latencies:
+        if self.latency is not None:
+            return self.latency
+        return Latencies.zero(bundle_close=self.bundle_close_time, topic_close=self.topic_close_time,
+                              metadata_op=self.metadata_op_latency)
 
 
 class Cluster:
@@ -60,13 +71,14 @@ class Cluster:
         system.on_failure.append(lambda f: self.events.emit("actor_failed", actor=f.actor,
                                                              error=f.error))
         self.network = Network(latency=settings.network_latency)
+        self.latencies = settings.latencies()
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, PulsarClient] = {}
         self.store = MetadataStore(
             STORE_NAME, system,
             session_timeout=conf.metadata_store_session_timeout_millis / 1000.0,
-            op_latency=settings.metadata_op_latency,
+            **_store_latency(self.latencies),
         )
         self._admin: MetadataClient | None = None
         self._host_seq = 0
@@ -155,9 +167,7 @@ class Cluster:
             load_source=self.load_source, events=self.events,
             leader_factory=self._leader_factory, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
-            close_time=self.settings.bundle_close_time,
-            close_time_per_topic=self.settings.topic_close_time,
-            decoded=self.decoded,
+            decoded=self.decoded, latencies=self.latencies,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)
@@ -285,7 +295,7 @@ class Cluster:
             raise ValueError(f"client {name!r} already exists")
         urls = service_urls or [service_url_of(b) for b in self.live_brokers()]
         client = PulsarClient(name, self.system, network=self.network, service_urls=urls,
-                              events=self.events, settings=settings)
+                              events=self.events, settings=settings, latencies=self.latencies)
         self.clients[name] = client
         self.system.spawn(client)
         self.network.register_client(name, client)
@@ -323,6 +333,14 @@ class Cluster:
             totals["failures"] += s.failures
             totals["too_many"] += s.too_many
         return totals
+
+
+def _store_latency(latencies: Latencies) -> dict[str, object]:
+    """The store's arguments for `metadata_op`: a constant as op_latency, else a draw per op."""
+    d = latencies.metadata_op
+    if isinstance(d, Constant):
+        return {"op_latency": d.value}
+    return {"latency_fn": d.sample}
 
 
 class _AdminActor(Actor):

