@@ -6,11 +6,13 @@
   restarted broker, the clients' do not);
 * unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
   disconnect and the reconnect (`handle_reconnected.unavailable`), plus the time a handle is still down
-  at the end; total, p99 (nearest rank, over every topic with a handle) and max;
+  at the end, plus the life of a handle whose creation failed; total, p99 (nearest rank, over every
+  topic with a handle) and max;
 * final balance over the live brokers: max, min and standard deviation of the broker max usage as the
   load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
 
-`format_summary` is deterministic: the same run (scenario, seed, config) prints the same bytes.
+`format_summary` is deterministic: the same run (scenario, seed, config) prints the same bytes, on either
+clock, but for the `wall clock` line (how far a `--clock wall` run fell behind real time).
 `UnavailabilityTracker` is the listener that collects the unavailability while the run goes.
 """
 
@@ -38,7 +40,9 @@ class UnavailabilityTracker:
 
     A handle is down from its `handle_disconnected` until its `handle_reconnected` (whose `unavailable`
     field is that time) or until it is closed by its application (`handle_closed`, emitted by the
-    workload's consumer jitter); handles still down count up to `now`."""
+    workload's consumer jitter); handles still down count up to `now`. A handle whose creation failed
+    (`handle_failed`: the client gave up after the operation timeout; nothing creates it again) is down
+    from its creation (`since`) until it is closed or the run ends: its topic never had it."""
 
     def __init__(self, events: ClusterEvents) -> None:
         self.totals: dict[str, float] = {}
@@ -57,6 +61,8 @@ class UnavailabilityTracker:
         elif kind == "handle_reconnected":
             self._down.pop((e["client"], e["handle"]), None)
             self.totals[e["topic"]] = self.totals.get(e["topic"], 0.0) + e["unavailable"]
+        elif kind == "handle_failed":   # creation gave up: down since it was created, for good
+            self._down[(e["client"], e["handle"])] = (e["topic"], e.get("since", e["t"]))
         elif kind == "handle_closed":
             down = self._down.pop((e["client"], e["handle"]), None)
             if down is not None:
@@ -116,6 +122,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     msg_rate_ratio: float
     brokers: list[BrokerLine]
     event_errors: list[str] = []
+    wall_lag_max: float | None = None
+    """--clock wall: the most emulated seconds the run fell behind real time x speed (None: virtual)."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -160,6 +168,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     topics |= set(per_topic)
     downtime = [per_topic.get(t, 0.0) for t in sorted(topics)]
     unloads = len(decision_log.of("unload")) if decision_log is not None else 0
+    wall_lag = getattr(cluster.system.clock, "lag", None)   # a WallLag on --clock wall
     return RunSummary(
         scenario=scenario, seed=seed, emulated_seconds=now,
         brokers_live=len(lines), brokers_started=counts["broker_started"], leader=leader,
@@ -179,6 +188,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         usage_std=statistics.pstdev(usages) if len(usages) > 1 else 0.0,
         msg_rate_max=rate_max, msg_rate_min=rate_min, msg_rate_ratio=ratio,
         brokers=lines, event_errors=list(event_errors or []),
+        wall_lag_max=wall_lag.max if wall_lag is not None else None,
     )
 
 
@@ -212,4 +222,6 @@ def format_summary(s: RunSummary) -> str:
         out.append(f"  {name:<24} {b.bundles:>8} {b.topics:>8} {b.max_usage:>8.2f} {b.msg_rate:>12.1f}")
     for line in s.event_errors:
         out.append(f"  event failed: {line}")
+    if s.wall_lag_max is not None:   # wall time, not the seed's: the one line that differs by clock
+        out.append(f"  wall clock         max lag {s.wall_lag_max:.1f} emulated s behind real time x speed")
     return "\n".join(out)
