@@ -10,8 +10,9 @@ clock, so the same seed gives the same decisions; emulated time never runs ahead
 
 When the process cannot keep up, the timer is reached late: the lag (wall time x speed minus the
 timer's emulated time) is kept in `WallLag` (current and max, for a gauge and the summary), and a
-warning is written on stderr once each time the lag crosses a threshold upwards (rate-limited). The loop then runs without
-waiting until it has caught up (SimPy's non-strict mode), so a passing stall does not shift the run.
+warning is written on stderr once each time the lag crosses a threshold upwards (rate-limited). The
+loop then runs without waiting until it has caught up (SimPy's non-strict mode), so a passing stall
+does not shift the rest of the run.
 
 Real events (the metrics server's requests, signals) wake the real wait at once and run at the current
 emulated time, as they do on the virtual clock.
