@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_int("--seed"), help="run seed (default: the scenario's)")
     run.add_argument("--duration", help="emulated time to run, e.g. 90m, 2h (default: the scenario's)")
     run.add_argument("--clock", choices=("virtual", "wall"), default="virtual",
-                     help="virtual (as fast as possible, default) or wall (scaled real time)")
+                     help="virtual (as fast as possible, default) or wall (the same run, paced so "
+                          "emulated time never runs ahead of real time x --speed; same decisions)")
     run.add_argument("--speed", type=_float("--speed"), default=1.0,
                      help="wall clock: emulated seconds per real second (default 1)")
     run.add_argument("--record", metavar="DIR", help="record the run into a new folder under DIR")

@@ -320,7 +320,7 @@ class PulsarClient(Actor):
             h.attempting = False
             self.stats.creation_failures += 1
             self.events.emit("handle_failed", client=self.name, topic=h.topic, handle=h.id,
-                             reason=reason)
+                             reason=reason, since=h.deadline - self.settings.operation_timeout)
             return
         self.call_later(h.backoff.next(self.system.clock.now_ms()) / 1000.0, self._grab_cnx, h)
 

@@ -39,7 +39,9 @@ Emulator additions (`pulsar_lb_emulator_*`): emulated time, the weighted max usa
 bundle counts, the leader, leader elections, bundle moves, reconnects and their latency, unavailable
 topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
 shedding time, actor crashes (emulator bugs), faults of a user's strategy or shedder; publish latency
-(`emulator.observe.publish.publish_families`). A dead broker exports nothing, as a dead process would.
+(`emulator.observe.publish.publish_families`); on `--clock wall`, `pulsar_lb_emulator_wall_lag_seconds` (how
+far the run is behind real time x speed; scraped, not recorded, so a recording depends on the seed alone).
+A dead broker exports nothing, as a dead process would.
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class _Tally:
         self.assignments: dict[str, int] = {}        # deciding broker -> selectBrokerForAssignment calls
         self.topic_loads: dict[str, int] = {}        # broker -> topics loaded there so far
         self.down: dict[tuple[str, int], float] = {}  # (client, handle) -> disconnected since (s)
+        self.failed: dict[tuple[str, int], float] = {}  # (client, handle) -> created (s); creation failed
         self._cycle_brokers: set[str] = set()
         self._owner: dict[str, str] = dict(cluster.ownership())
         self._loaded: dict[str, set[str]] = {}        # broker -> topics currently loaded there
@@ -161,6 +164,7 @@ class _Tally:
             "handle_connected": self._on_attached,
             "handle_disconnected": self._on_disconnected,
             "handle_reconnected": self._on_reconnected,
+            "handle_failed": self._on_failed,
         }
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
@@ -259,6 +263,10 @@ class _Tally:
         self.down.pop((event["client"], event["handle"]), None)
         self.unavailable_done += unavailable
 
+    def _on_failed(self, event: "Event") -> None:
+        """A handle whose creation failed never comes back: down from its creation on (as the summary)."""
+        self.failed[(event["client"], event["handle"])] = float(event.get("since", event["t"]))
+
     def unavailable_seconds(self, now: float) -> float:
         """Completed outages plus the ones still running, never decreasing (it is a counter).
 
@@ -271,6 +279,14 @@ class _Tally:
             handle = client.handles.get(key[1]) if client is not None else None
             if handle is None or handle.state != "connecting":
                 del self.down[key]
+                self.unavailable_done += max(0.0, now - since)
+            else:
+                ongoing += max(0.0, now - since)
+        for key, since in list(self.failed.items()):   # failed until its application closes it
+            client = clients.get(key[0])
+            handle = client.handles.get(key[1]) if client is not None else None
+            if handle is None or handle.state != "failed":
+                del self.failed[key]
                 self.unavailable_done += max(0.0, now - since)
             else:
                 ongoing += max(0.0, now - since)
@@ -382,6 +398,13 @@ class _ClusterCollector:
                     labels=("cluster",))
         t.add_metric((name,), now)
         yield t
+        lag = getattr(cluster.system.clock, "lag", None)   # a WallLag on --clock wall
+        if lag is not None and k is _PROMETHEUS:   # scrapes only: recordings stay the seed's alone
+            g = k.gauge("pulsar_lb_emulator_wall_lag_seconds",
+                        "--clock wall: emulated seconds the run was behind real time x speed when it "
+                        "last reached a timer (0: on time)", labels=("cluster",))
+            g.add_metric((name,), lag.current)
+            yield g
 
         # --- load balancing (ModularLoadManagerImpl.updateLoadBalancingMetrics) -------------------
         for metric_name, attr, doc in _USAGES:

@@ -6,7 +6,8 @@
   restarted broker, the clients' do not);
 * unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
   disconnect and the reconnect (`handle_reconnected.unavailable`), plus the time a handle is still down
-  at the end; total, p99 (nearest rank, over every topic with a handle) and max;
+  at the end, plus the life of a handle whose creation failed; total, p99 (nearest rank, over every
+  topic with a handle) and max;
 * actor failures first, when any (emulator bugs), and a line for a user's strategy or shedder that
   raised, when it did;
 * publish latency P50 / P99 / P99.9 / P99.99 and failed sends, for the cluster and the topics with the
@@ -14,7 +15,8 @@
 * final balance over the live brokers: max, min and standard deviation of the broker max usage as the
   load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
 
-`format_summary` is deterministic: the same run (scenario, seed, config) prints the same bytes.
+`format_summary` is deterministic: the same run (scenario, seed, config) prints the same bytes, on either
+clock, but for the `wall clock` line (how far a `--clock wall` run fell behind real time).
 `UnavailabilityTracker` is the listener that collects the unavailability while the run goes.
 """
 
@@ -43,7 +45,9 @@ class UnavailabilityTracker:
 
     A handle is down from its `handle_disconnected` until its `handle_reconnected` (whose `unavailable`
     field is that time) or until it is closed by its application (`handle_closed`, emitted by the
-    workload's consumer jitter); handles still down count up to `now`."""
+    workload's consumer jitter); handles still down count up to `now`. A handle whose creation failed
+    (`handle_failed`: the client gave up after the operation timeout; nothing creates it again) is down
+    from its creation (`since`) until it is closed or the run ends: its topic never had it."""
 
     def __init__(self, events: ClusterEvents) -> None:
         self.totals: dict[str, float] = {}
@@ -62,6 +66,8 @@ class UnavailabilityTracker:
         elif kind == "handle_reconnected":
             self._down.pop((e["client"], e["handle"]), None)
             self.totals[e["topic"]] = self.totals.get(e["topic"], 0.0) + e["unavailable"]
+        elif kind == "handle_failed":   # creation gave up: down since it was created, for good
+            self._down[(e["client"], e["handle"])] = (e["topic"], e.get("since", e["t"]))
         elif kind == "handle_closed":
             down = self._down.pop((e["client"], e["handle"]), None)
             if down is not None:
@@ -131,6 +137,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     """Publish latency quantiles and failed sends of the cluster (None without publish accounting)."""
     publish_worst: list[PublishLine] = []
     """The topics with the highest P99.99."""
+    wall_lag_max: float | None = None
+    """--clock wall: the most emulated seconds the run fell behind real time x speed (None: virtual)."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -176,6 +184,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     downtime = [per_topic.get(t, 0.0) for t in sorted(topics)]
     unloads = len(decision_log.of("unload")) if decision_log is not None else 0
     publish, publish_worst = summary_lines(getattr(cluster, "publish_accounting", None), now)
+    wall_lag = getattr(cluster.system.clock, "lag", None)   # a WallLag on --clock wall
     return RunSummary(
         scenario=scenario, seed=seed, emulated_seconds=now,
         brokers_live=len(lines), brokers_started=counts["broker_started"], leader=leader,
@@ -198,6 +207,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         actor_failures=[f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures],
         placement_failures=counts["placement_failed"], shedding_failures=counts["shedding_failed"],
         publish=publish, publish_worst=publish_worst,
+        wall_lag_max=wall_lag.max if wall_lag is not None else None,
     )
 
 
@@ -240,4 +250,6 @@ def format_summary(s: RunSummary) -> str:
     if s.placement_failures or s.shedding_failures:
         out.append(f"  user code raised   placement {s.placement_failures} times (lookups failed); "
                    f"shedder {s.shedding_failures} times (cycles skipped)")
+    if s.wall_lag_max is not None:   # wall time, not the seed's: the one line that differs by clock
+        out.append(f"  wall clock         max lag {s.wall_lag_max:.1f} emulated s behind real time x speed")
     return "\n".join(out)

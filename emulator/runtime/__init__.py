@@ -1,7 +1,8 @@
 """The actor runtime and its clocks. Knows nothing of Pulsar.
 
 Time: `VirtualClock` (deterministic, jumps over idle time; `VirtualEventLoop`) or `WallClock(speed)`
-(`ScaledWallEventLoop`), chosen for a whole run by `run(main, clock=...)`. Actors: `ActorSystem`,
+(`PacedEventLoop`: the same jumps, held back to real time x speed), chosen for a whole run by
+`run(main, clock=...)`. Actors: `ActorSystem`,
 `Actor` with `tell` / `ask` / `Reply`, supervision (`ActorDead`, `ActorFailure`). Randomness:
 `derive_rng(seed, name)`. `run` raises the garbage collector's first threshold for the run
 (`gc_tuned`).
@@ -18,6 +19,8 @@ from .errors import AskTimeout as AskTimeout
 from .gc_policy import RUN_GC_THRESHOLD as RUN_GC_THRESHOLD
 from .gc_policy import RUN_GC_THRESHOLD1 as RUN_GC_THRESHOLD1
 from .gc_policy import gc_tuned as gc_tuned
+from .paced_loop import PacedEventLoop as PacedEventLoop
+from .paced_loop import WallLag as WallLag
 from .reply import NO_REPLY as NO_REPLY
 from .reply import Reply as Reply
 from .rng import derive_rng as derive_rng
@@ -31,6 +34,7 @@ from .wall_loop import scaled_wall_loop_factory as scaled_wall_loop_factory
 
 __all__ = [
     "NO_REPLY",
+    "PacedEventLoop",
     "RUN_GC_THRESHOLD",
     "RUN_GC_THRESHOLD1",
     "Actor",
@@ -45,6 +49,7 @@ __all__ = [
     "VirtualClock",
     "VirtualEventLoop",
     "WallClock",
+    "WallLag",
     "derive_rng",
     "derive_seed",
     "gc_tuned",

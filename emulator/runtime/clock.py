@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import anyio
 
 from .gc_policy import RUN_GC_THRESHOLD, gc_tuned
+from .paced_loop import PacedEventLoop, WallLag
 from .virtual_loop import VirtualEventLoop, _check_stall_timeout
 from .wall_loop import ScaledWallEventLoop, _check_speed
 
@@ -87,16 +88,21 @@ class VirtualClock(_LoopClock):
 
 
 class WallClock(_LoopClock):
-    """Real time scaled by `speed` (`ScaledWallEventLoop`): for live runs, not reproducible."""
+    """Virtual time paced by real time x `speed` (`PacedEventLoop`): for live runs. Timers fire in the
+    virtual clock's order, so a seed decides as on `VirtualClock`; only how late the run is behind the
+    wall clock varies (`lag`, the `WallLag` of the loop made last)."""
 
     kind = "wall"
 
-    def __init__(self, speed: float = 1.0) -> None:
+    def __init__(self, speed: float = 1.0, stall_timeout: float | None = 1.0) -> None:
         super().__init__()
         self.speed = _check_speed(speed)
+        self.stall_timeout = _check_stall_timeout(stall_timeout)
+        self.lag = WallLag()
 
     def loop_factory(self) -> asyncio.AbstractEventLoop:
-        return ScaledWallEventLoop(self.speed)
+        self.lag = WallLag()
+        return PacedEventLoop(self.speed, self.stall_timeout, lag=self.lag)
 
     def __repr__(self) -> str:
         return f"WallClock(speed={self.speed!r})"

@@ -117,13 +117,14 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
     """
 
     _closed = True  # until asyncio's __init__ runs: a refused argument must not upset __del__
+    _selector_class: type[_JumpingSelector] = _JumpingSelector  # the paced wall loop waits first
 
     def __init__(self, stall_timeout: float | None = 1.0) -> None:
         self.stall_timeout = _check_stall_timeout(stall_timeout)
         self._virtual_now = 0.0
         self._external_in_flight = 0
         self._timer_seq = itertools.count()
-        super().__init__(_JumpingSelector(selectors.DefaultSelector(), self))
+        super().__init__(self._selector_class(selectors.DefaultSelector(), self))
 
     def time(self) -> float:
         return self._virtual_now

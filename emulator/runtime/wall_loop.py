@@ -1,8 +1,10 @@
 """The scaled wall-clock event loop: emulated time = real elapsed time x `speed`.
 
-For watching a run live (Prometheus scraping `/metrics`, a dashboard) rather than for tests: time
-flows on its own, `speed` times faster than real time, and the same actor code runs unchanged
-because it only ever reads `loop.time()` and waits with anyio timers. Not deterministic.
+Time flows on its own, `speed` times faster than real time, and the same actor code runs unchanged
+because it only ever reads `loop.time()` and waits with anyio timers. Not deterministic, and on a
+starved process timeouts fire before the work due ahead of them: `WallClock` (`--clock wall`) uses
+`PacedEventLoop` instead, which keeps virtual time and only waits for the wall clock. Kept for callers
+that want free-running real time.
 """
 
 from __future__ import annotations

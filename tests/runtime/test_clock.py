@@ -7,7 +7,7 @@ import asyncio
 import anyio
 import pytest
 
-from emulator.runtime import (Clock, ScaledWallEventLoop, VirtualClock, VirtualEventLoop,
+from emulator.runtime import (Clock, PacedEventLoop, ScaledWallEventLoop, VirtualClock, VirtualEventLoop,
                               WallClock, run)
 
 
@@ -23,7 +23,7 @@ def test_loop_factory_makes_a_new_loop_of_the_right_kind():
     try:
         assert loops[0] is not loops[1]
         assert isinstance(loops[0], VirtualEventLoop) and loops[0].stall_timeout == 0.5
-        assert isinstance(loops[2], ScaledWallEventLoop) and loops[2].speed == 7.0
+        assert isinstance(loops[2], PacedEventLoop) and loops[2].speed == 7.0
     finally:
         for loop in loops:
             loop.close()

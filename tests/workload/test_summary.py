@@ -107,3 +107,40 @@ async def test_summarize_reads_the_cluster():
                  for b in c.live_brokers()]
         assert s.msg_rate_ratio == pytest.approx(max(rates) / min(rates))
         assert s.leader == c.leader() and [b.broker for b in s.brokers] == c.live_brokers()
+
+
+def test_a_handle_whose_creation_failed_is_down_from_its_creation_until_closed():
+    clock = FakeClock()
+    events = ClusterEvents(clock)  # type: ignore[arg-type]
+    tracker = UnavailabilityTracker(events)
+    clock.t = 40.0
+    events.emit("handle_failed", client="c", topic="a", handle=1, reason="lookup failed", since=10.0)
+    events.emit("handle_failed", client="c", topic="b", handle=2, reason="lookup failed", since=10.0)
+    clock.t = 50.0
+    events.emit("handle_closed", client="c", topic="b", handle=2, reason="consumer jitter")
+    assert tracker.per_topic(100.0) == {"a": 90.0, "b": 40.0}
+    assert tracker.still_down() == 1
+
+
+@pytest.mark.anyio
+async def test_handles_that_never_connect_are_counted_unavailable_not_zero():
+    """No broker can serve them: creation fails after the operation timeout (30 s); the topic-seconds
+    count from creation, in the summary and in the metrics alike."""
+    from emulator.observe.metrics import ClusterMetrics
+
+    async with emulated_cluster(2, seed=8, namespaces={"public/default": 2}) as c:
+        tracker = UnavailabilityTracker(c.events)
+        metrics = ClusterMetrics(c)
+        client = c.add_client()
+        for broker in list(c.live_brokers()):
+            c.kill_broker(broker)
+        start = c.system.clock.now()
+        client.create_handles([f"persistent://public/default/t{i}" for i in range(4)])
+        await anyio.sleep(100)
+        s = summarize(c, c.decision_log, tracker)
+        assert s.handles_failed == 4 and s.handles_connected == 0
+        elapsed = c.system.clock.now() - start
+        assert s.unavailable_total == pytest.approx(4 * elapsed)
+        assert s.topics_unavailable == 4
+        counted = metrics.value("pulsar_lb_emulator_unavailable_topic_seconds_total")
+        assert counted == pytest.approx(4 * elapsed)
