@@ -372,11 +372,11 @@ def reduced(name: str) -> Any:
                    clients=rep(s.clients, count=4), settings=settings)
     if name == "pulsar3-restart":
         n = 5
-        ns = [rep(s.namespaces[i], bundles=130) for i in range(n)]
-        groups = [rep(s.topics[i], count=200) for i in range(n)]
-        events = [RestartRolling(at=Offset(round(120.0 + i * 1.2, 1)), brokers=[f"broker-{i + 1}"],
+        ns = [rep(s.namespaces[i], bundles=40) for i in range(n)]
+        groups = [rep(s.topics[i], count=100) for i in range(n)]
+        events = [RestartRolling(at=Offset(round(60.0 + i * 1.2, 1)), brokers=[f"broker-{i + 1}"],
                                  mode="graceful") for i in range(10)]
-        return rep(s, scenario=info(8), cluster=rep(s.cluster, brokers=10), namespaces=ns, topics=groups,
+        return rep(s, scenario=info(5), cluster=rep(s.cluster, brokers=10), namespaces=ns, topics=groups,
                    clients=rep(s.clients, count=10, connect_over=10.0), events=events)
     if name == "pulsar3-rolling-restart":
         ns = [rep(s.namespaces[0], bundles=40)]
