@@ -30,6 +30,11 @@ import msgspec
 
 from .restart import _Connected
 
+try:  # issue 19's publish-latency model; the summary's `publish` line is None without its accounting
+    from emulator.observe.publish import publish_accounting
+except ImportError:  # pragma: no cover - an emulator before the model
+    publish_accounting = None  # type: ignore[assignment]
+
 __all__ = ["MEASURES", "PUBLISHED", "Measure", "Published", "Run", "main", "measure", "publish_latency",
            "reduced", "render", "SCENARIOS"]
 
@@ -255,7 +260,7 @@ def publish_latency(summary: Any) -> dict[str, float]:
         if "publish" not in low or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if "fail" in low:
-            out.setdefault("failed", float(value))
+            out["failed"] = out.get("failed", 0.0) + float(value)    # failed_timeout + _queue_full + ...
             continue
         tail = low.rsplit(".", 1)[-1] if "." in low else low
         for label, pattern in _QUANTILES:
@@ -306,6 +311,8 @@ async def _run_async(scenario: Any, seed: int, check_interval: float, quiet: flo
     async with start_scenario(scenario, seed=seed, start=start) as run:
         cluster = run.cluster
         m = MEASURES[scenario.name](run, quiet)
+        if publish_accounting is not None:
+            publish_accounting(cluster)    # made on first use (by the metrics in a CLI run): start it now
         if not m.keep_decisions and cluster.decision_log is not None:
             cluster.decision_log.close()
             cluster.decision_log = None

@@ -103,6 +103,9 @@ def test_pulsar3_rolling_restart__every_broker_restarts_and_latency_is_measurabl
     ({"publish_latency": {"p99": 0.01, "p99_9": 0.2, "p99_99": 1.5}},
      {"P99": 0.01, "P99.9": 0.2, "P99.99": 1.5}),
     ({"publish_p9999_ms": 1841.0}, {"P99.99": 1.841}),
+    ({"publish": {"topic": "", "t": 900.0, "messages": 9e5, "failed_timeout": 1.0, "failed_queue_full": 2.0,
+                  "failed_closed": 0.0, "p50": 0.005, "p99": 0.01, "p999": 0.3, "p9999": 1.8}},
+     {"P50": 0.005, "P99": 0.01, "P99.9": 0.3, "P99.99": 1.8, "failed": 3.0}),
     ({"unavailable_max": 3.0}, {}),
 ])
 def test_publish_latency_reads_the_quantiles_in_any_spelling(fields, expected):
