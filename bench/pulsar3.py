@@ -152,20 +152,25 @@ class Measure:
 
 class ScaleMeasure(Measure):
     """Scale-up and scale-down: emulated seconds from the scenario's broker event (add_brokers /
-    remove_brokers, its `scenario_event`) until the load manager stops moving bundles, i.e. the first
-    bundle acquisition (`bundle_owned`) after the event that is followed by `quiet` seconds (5 min)
-    without another. A run where bundles keep moving until the end has no figure ("not settled").
-    Beside it: moves in all, moves after the settle point, the time until every handle is connected
-    again, and the end spread (bundles per live broker, the summary's max/min msg-rate ratio)."""
+    remove_brokers, its `scenario_event`) until the load has landed where it will stay: the later of
+    (a) the load manager has stopped moving bundles, i.e. the first bundle acquisition (`bundle_owned`)
+    after the event that is followed by `quiet` seconds (5 min) without another, and (b) every producer
+    and consumer is connected again (a bundle is owned at its first lookup; its load arrives with its
+    clients). A run where bundles keep moving until the end, or a handle is still down at the end, has
+    no figure. Beside it: both parts, moves in all, moves after the settle point, and the end spread
+    (bundles per live broker, the summary's max/min msg-rate ratio)."""
 
     def result(self, summary: Any, end: float) -> Run:
         since = self.event_t if self.event_t is not None else self.t0
-        figure, moves, later = self.settle(since, end)
-        details = {"moves": moves, "moves_after_settle": later,
-                   "all_connected_after_s": self.all_connected_after(since),
+        settled, moves, later = self.settle(since, end)
+        connected = self.all_connected_after(since)
+        figure = None if settled is None or connected is None else max(settled, connected)
+        details = {"moves_stopped_after_s": settled, "moves": moves, "moves_after_settle": later,
+                   "all_connected_after_s": connected,
                    "msg_rate_ratio": getattr(summary, "msg_rate_ratio", None), **self.spread()}
-        note = "" if figure is not None else ("no bundle moved" if not moves else
-                                              f"bundles still moving within {self.quiet:g} s of the end")
+        note = ("" if figure is not None else "no bundle moved" if not moves else
+                "clients still down at the end" if connected is None else
+                f"bundles still moving within {self.quiet:g} s of the end")
         return Run(scenario=self.run.scenario.name, seed=self.run.workload.seed, figure=figure,
                    note=note, details=details)
 
