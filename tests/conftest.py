@@ -21,3 +21,11 @@ def _fresh_structlog():
     structlog.reset_defaults()
     yield
     structlog.reset_defaults()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that starts Spark (the `spark` fixture, a JVM) is `slow`: the default run leaves
+    them out, `.ci/run` runs them after it (`python -m pytest -m slow`)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
