@@ -53,6 +53,14 @@ class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_rejected_per_connection: int = 50    # maxNumberOfRejectedRequestPerConnection
     rejected_reset: float = 60.0             # rejectedRequestResetTimeSec
     record_lookups: bool = False             # keep every lookup's hops (tests, debugging)
+    service_url: str = "list"
+    """How the client's serviceUrl resolves to a broker for each new lookup connection.
+    "list": `pulsar://b1,b2,...` naming the brokers live when the client was made, taken round robin
+    from a seeded start (PulsarServiceNameResolver.resolveHost): a removed broker stays in the list and
+    costs a refused connection and a backoff each time its turn comes. "service": one name in front of
+    the ready brokers (a Kubernetes Service, a DNS record or a TCP load balancer, as the Pulsar Helm
+    chart deploys it): each lookup connection goes to a broker that is listening, picked at random
+    with the client's seeded RNG (kube-proxy's random endpoint choice)."""
 
 
 class Backoff:
@@ -352,6 +360,10 @@ class PulsarClient(Actor):
     # ------------------------------------------------------------------ lookups
 
     def _next_service_url(self) -> str:
+        if self.settings.service_url == "service":
+            ready = self.network.listening()
+            if ready:
+                return ready[self.rng.randrange(len(ready))]
         urls = self.service_urls
         if len(urls) == 1:
             return urls[0]

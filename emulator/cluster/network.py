@@ -49,14 +49,17 @@ class Network:
         self._by_url: dict[str, str] = {}
         self._connections: dict[str, set[str]] = defaultdict(set)  # broker id -> client actor names
         self._clients: dict[str, Actor] = {}
+        self._listening: tuple[str, ...] | None = None   # sorted listening ids, rebuilt on change
 
     # ------------------------------------------------------------------ brokers
     def listen(self, broker_id: str, actor: Actor) -> None:
         self._brokers[broker_id] = actor
         self._by_url[service_url_of(broker_id)] = broker_id
+        self._listening = None
 
     def unlisten(self, broker_id: str) -> None:
         self._brokers.pop(broker_id, None)
+        self._listening = None
 
     def broker(self, address: str) -> Actor:
         """The live broker at a broker id or service URL; `ActorDead` (connection refused) otherwise."""
@@ -69,6 +72,13 @@ class Network:
     def is_listening(self, broker_id: str) -> bool:
         actor = self._brokers.get(broker_id)
         return actor is not None and actor.alive
+
+    def listening(self) -> tuple[str, ...]:
+        """The brokers accepting connections, sorted (what a Service in front of them routes to);
+        kept until the next listen/unlisten (a crash unlistens too)."""
+        if self._listening is None:
+            self._listening = tuple(sorted(b for b, a in self._brokers.items() if a.alive))
+        return self._listening
 
     @property
     def broker_ids(self) -> list[str]:

@@ -97,7 +97,8 @@ def scenario_latencies(scenario: Scenario, *, source: str | None = None) -> Late
 def client_settings(scenario: Scenario) -> ClientSettings:
     c = scenario.clients
     return ClientSettings(operation_timeout=c.operation_timeout, initial_backoff=c.initial_backoff,
-                          max_backoff=c.max_backoff, max_lookup_redirects=c.max_lookup_redirects)
+                          max_backoff=c.max_backoff, max_lookup_redirects=c.max_lookup_redirects,
+                          service_url=c.service_url)
 
 
 def initial_capacities(scenario: Scenario) -> dict[str, BrokerCapacity]:

@@ -310,6 +310,10 @@ class ClientsSection(msgspec.Struct, **_T):
     initial_backoff: Positive = 0.1
     max_backoff: Positive = 60.0
     max_lookup_redirects: NonNegativeInt = 20
+    service_url: Literal["list", "service"] = "list"
+    """"list": the clients' serviceUrl lists the brokers live at their creation (round robin, removed
+    brokers refuse); "service": one name in front of the ready brokers (Kubernetes Service / DNS /
+    load balancer), each lookup goes to a listening broker."""
 
 
 # ---------------------------------------------------------------------------------- events
