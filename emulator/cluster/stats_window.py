@@ -43,26 +43,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
+from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage, sum_bundle_stats
 
 from .load_source import LoadSource, SystemUsage
 
-__all__ = ["BrokerWindows", "broker_totals"]
-
-
-def broker_totals(stats: Mapping[str, NamespaceBundleStats]) -> NamespaceBundleStats:
-    """The broker's sums as one NamespaceBundleStats (what `system_usage` needs of the bundles)."""
-    rin = rout = tin = tout = 0.0
-    topics = producers = consumers = 0
-    for s in stats.values():
-        rin += s.msg_rate_in
-        rout += s.msg_rate_out
-        tin += s.msg_throughput_in
-        tout += s.msg_throughput_out
-        topics += s.topics
-        producers += s.producer_count
-        consumers += s.consumer_count
-    return NamespaceBundleStats(rin, rout, tin, tout, consumers, producers, topics)
+__all__ = ["BrokerWindows"]
 
 
 class BrokerWindows:
@@ -105,7 +90,7 @@ class BrokerWindows:
         self._flush()
         self._cur = stats
         self._cur_dt = dt
-        self._cur_totals = totals = broker_totals(stats)
+        self._cur_totals = totals = sum_bundle_stats(stats)
         return totals
 
     def _flush(self) -> None:

@@ -145,6 +145,22 @@ def _max_from_neg_inf(values: Iterable[float]) -> float:
     return result
 
 
+def sum_bundle_stats(stats: Mapping[str, NamespaceBundleStats]) -> NamespaceBundleStats:
+    """A broker's bundle stats summed into one NamespaceBundleStats (its totals, as `system_usage`
+    and the resource model read them)."""
+    rin = rout = tin = tout = 0.0
+    topics = producers = consumers = 0
+    for s in stats.values():
+        rin += s.msg_rate_in
+        rout += s.msg_rate_out
+        tin += s.msg_throughput_in
+        tout += s.msg_throughput_out
+        topics += s.topics
+        producers += s.producer_count
+        consumers += s.consumer_count
+    return NamespaceBundleStats(rin, rout, tin, tout, consumers, producers, topics)
+
+
 class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     """What each broker writes to `/loadbalance/brokers/<id>`; the leader reads it.
 

@@ -26,7 +26,7 @@ import msgspec
 import numpy as np
 
 from emulator.cluster.load_source import SystemUsage
-from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
+from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage, sum_bundle_stats
 from emulator.runtime import derive_seed
 
 __all__ = [
@@ -120,16 +120,9 @@ class BrokerTraffic(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_stats(cls, stats: Mapping[str, NamespaceBundleStats]) -> BrokerTraffic:
-        rin = rout = tin = tout = 0.0
-        topics = sessions = 0
-        for s in stats.values():
-            rin += s.msg_rate_in
-            rout += s.msg_rate_out
-            tin += s.msg_throughput_in
-            tout += s.msg_throughput_out
-            topics += s.topics
-            sessions += s.producer_count + s.consumer_count
-        return cls(rin, rout, tin, tout, topics, sessions)
+        t = sum_bundle_stats(stats)
+        return cls(t.msg_rate_in, t.msg_rate_out, t.msg_throughput_in, t.msg_throughput_out, t.topics,
+                   t.producer_count + t.consumer_count)
 
 
 def nic_limit_kbps(gbps: float) -> float:
