@@ -47,12 +47,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-import strategies
 from emulator.model.loaddata import BundleData, LocalBrokerData
 from emulator.model.policies import LocalPolicies, PolicyView
 from emulator.runtime import Actor, ActorSystem, Reply
 
-from emulator.model.bundles import parse_bundle, bundle_range_name
+from emulator.model.bundles import parse_bundle
 from emulator.model.loaddata import namespace_of
 from emulator.runtime import ActorDead, AskTimeout
 

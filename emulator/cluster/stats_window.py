@@ -41,7 +41,6 @@ structs) only extends that sample's weight; the per-bundle sums run only when th
 
 from __future__ import annotations
 
-from typing import Mapping
 
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage, sum_bundle_stats
 

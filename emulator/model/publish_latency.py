@@ -273,7 +273,6 @@ def mixture_quantiles(ps: Sequence[float], base: BaseLatency, direct: float, n: 
         return [base.quantile(p) for p in ps]
     total = float(direct) + float(np.sum(n))
     target = np.asarray(ps, dtype=float)
-    pos = np.zeros(len(n), dtype=np.int64)
     left = np.zeros(len(ps))
     right = np.full(len(ps), float(np.max(hi)) + base.quantile(1 - 1e-9))
     guess = start if start is not None else [base.quantile(p) for p in ps]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 
 import anyio
 import pytest
@@ -52,7 +51,7 @@ async def test_session_expiry_with_shutdown_policy_stops_the_broker():
         await anyio.sleep(0.1)
         assert victim not in cluster.live_brokers()
         # its ephemerals went with the session: clients find new owners without waiting 30 s
-        t = await cluster.wait_until(lambda: client.connected_count() == 60, timeout=120)
+        await cluster.wait_until(lambda: client.connected_count() == 60, timeout=120)
         assert victim not in set(cluster.ownership().values())
 
 

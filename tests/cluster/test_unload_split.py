@@ -8,7 +8,6 @@ import anyio
 import pytest
 
 from emulator.cluster.cluster import ClusterSettings
-from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import LookupTopic, LookupType, ServerError
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig

@@ -7,7 +7,7 @@ import asyncio
 import anyio
 import pytest
 
-from emulator.runtime import (Clock, PacedEventLoop, ScaledWallEventLoop, VirtualClock, VirtualEventLoop,
+from emulator.runtime import (Clock, PacedEventLoop, VirtualClock, VirtualEventLoop,
                               WallClock, run)
 
 
