@@ -16,7 +16,7 @@ import msgspec
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig
 from emulator.model.policies import LocalPolicies
-from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Clock, Reply, VirtualClock
+from emulator.runtime import Actor, ActorDead, ActorFailure, ActorSystem, AskTimeout, Clock, Reply, VirtualClock
 
 from . import paths
 from .broker import Broker, LeaderBroker
@@ -68,8 +68,7 @@ class Cluster:
         self.load_source = load_source
         self.events = ClusterEvents(system.clock, now=system.now)
         # an actor crash is an emulator bug: observers (recorder, metrics) see it as an event
-        system.on_failure.append(lambda f: self.events.emit("actor_failed", actor=f.actor,
-                                                             error=f.error))
+        system.on_failure.append(self._on_actor_failure)
         self.network = Network(latency=settings.network_latency)
         self.latencies = settings.latencies()
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
@@ -285,6 +284,15 @@ class Cluster:
             if path.count("/") >= 4:
                 out[path[len(paths.NAMESPACE) + 1:]] = msgspec.json.decode(data)["httpUrl"].split("://")[-1]
         return out
+
+    def _on_actor_failure(self, failure: ActorFailure) -> None:
+        """An actor raised (an emulator bug, exit 3): reported as an event; a broker that raised is a
+        dead process to the rest of the cluster, so its port closes and its clients' connections drop
+        (as `Broker.crash`) and the summary counts their handles as down, not as connected."""
+        self.events.emit("actor_failed", actor=failure.actor, error=failure.error)
+        if failure.actor in self.brokers:
+            self.network.unlisten(failure.actor)
+            self.network.drop_connections(failure.actor)
 
     # ------------------------------------------------------------------ clients
 

@@ -62,6 +62,23 @@ async def test_an_actor_crash_is_counted_summarized_first_and_recorded(tmp_path)
 
 
 @pytest.mark.anyio
+async def test_a_broker_that_raises_drops_its_clients_like_a_dead_process():
+    async with emulated_cluster(3, seed=3, namespaces={NS: 8}, strict=False) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(60))
+        await cluster.wait_until(lambda: client.connected_count() == 60, timeout=60)
+        victim = "broker-2:8080"
+        on_victim = sum(1 for h in client.handles.values() if h.broker_id == victim)
+        assert on_victim > 0
+        cluster.brokers[victim].start_soon(_boom)
+        await anyio.sleep(0.5)
+        # its connections dropped: those handles are down (reconnecting), not counted as connected
+        assert client.connected_count() == 60 - on_victim
+        assert not cluster.network.is_listening(victim)
+        assert cluster.system.failures and cluster.system.failures[0].actor == victim
+
+
+@pytest.mark.anyio
 async def test_a_builtin_strategy_that_raises_is_an_emulator_bug_not_a_user_fault(monkeypatch):
     def broken(self, *args, **kwargs):
         raise KeyError("built-in bug")
