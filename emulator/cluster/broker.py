@@ -1059,10 +1059,13 @@ class Broker(Actor):
 
     def _sample_windows(self) -> Any:
         """The traffic of this instant into the windows; returns the broker's totals."""
-        assert self.windows is not None
+        w = self.windows
+        assert w is not None
         now = self.now
+        if w.sampled_at(now):
+            return w.current_totals
         topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
-        return self.windows.sample(now, self.load_source.bundle_stats(self.broker_id, now, topics))
+        return w.sample(now, self.load_source.bundle_stats(self.broker_id, now, topics))
 
     def _update_local_data(self) -> None:
         """updateLocalBrokerData: bundles, rates and counts of the last stats update, CPU and bandwidth

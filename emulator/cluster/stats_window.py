@@ -54,7 +54,7 @@ class BrokerWindows:
     and `sample_host` on their own clocks. `stats_version` / `host_version` change when a new update
     or sample is published, so the broker rebuilds its report only then."""
 
-    __slots__ = ("broker_id", "load_source", "_cur", "_cur_totals", "_cur_dt", "_last_t", "_acc",
+    __slots__ = ("broker_id", "load_source", "_cur", "_cur_totals", "_cur_dt", "_last_t", "_sampled", "_acc",
                  "_host_acc", "_host_dt", "_host_started", "bundle_stats", "stats_version",
                  "stats_updated_at", "host_usage", "host_version", "host_sampled_at")
 
@@ -65,6 +65,7 @@ class BrokerWindows:
         self._cur_totals = NamespaceBundleStats()
         self._cur_dt = 0.0                                  # the time the last sample stands for
         self._last_t = now
+        self._sampled = False
         # bundle -> [rate in, rate out, throughput in, throughput out] x seconds, and seconds
         self._acc: dict[str, list[float]] = {}
         self._host_acc = [0.0] * 7       # broker totals x seconds (4 rates, topics, producers, consumers)
@@ -79,10 +80,21 @@ class BrokerWindows:
 
     # ------------------------------------------------------------------ sampling
 
+    def sampled_at(self, now: float) -> bool:
+        """True if a sample was taken at `now` already: the report tick, the stats update and the
+        host sample fall on the same instants (5 s divides 60 s), and one sample serves them all."""
+        return self._last_t == now and self._sampled
+
+    @property
+    def current_totals(self) -> NamespaceBundleStats:
+        """The broker's totals of the last sample."""
+        return self._cur_totals
+
     def sample(self, now: float, stats: dict[str, NamespaceBundleStats]) -> NamespaceBundleStats:
         """The traffic at `now` stands for the time since the previous sample. Returns its totals."""
         dt = now - self._last_t
         self._last_t = now
+        self._sampled = True
         if stats == self._cur:
             self._cur_dt += dt
             return self._cur_totals

@@ -334,7 +334,10 @@ class Recorder:
         if self._writing:
             # a signal arrived in the middle of a write: mark the end in run.json now (the process may
             # exit right after the handler) and let that write finish closing the line files
+            # publish.jsonl is a file of its own, written whole and renamed into place: write it now
+            # too, or a process that exits right after the handler leaves none
             self._pending_close = bool(complete)
+            write_publish_file(self.cluster, self.dir, now if now is not None else self._last_t)
             self._mark_end(now, complete=False)
             return False
         if complete and now is not None and self._last_sample_t != now:
