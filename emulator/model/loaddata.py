@@ -313,24 +313,15 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
                 if bundle not in bundles:
                     self.last_bundle_gains.add(bundle)
                     bundles.add(bundle)
-        rate_in = rate_out = thr_in = thr_out = 0.0
-        topics = consumers = producers = 0
-        for stats in bundle_stats.values():
-            thr_in += stats.msg_throughput_in
-            thr_out += stats.msg_throughput_out
-            rate_in += stats.msg_rate_in
-            rate_out += stats.msg_rate_out
-            topics += stats.topics
-            consumers += stats.consumer_count
-            producers += stats.producer_count
-        self.msg_rate_in = rate_in
-        self.msg_rate_out = rate_out
-        self.msg_throughput_in = thr_in
-        self.msg_throughput_out = thr_out
-        self.num_topics = topics
+        t = sum_bundle_stats(bundle_stats)   # each field summed in map order, as Java's loop
+        self.msg_rate_in = t.msg_rate_in
+        self.msg_rate_out = t.msg_rate_out
+        self.msg_throughput_in = t.msg_throughput_in
+        self.msg_throughput_out = t.msg_throughput_out
+        self.num_topics = t.topics
         self.num_bundles = len(bundle_stats)
-        self.num_consumers = consumers
-        self.num_producers = producers
+        self.num_consumers = t.consumer_count
+        self.num_producers = t.producer_count
         self.last_stats = dict(bundle_stats)
 
     def clean_deltas(self) -> None:
