@@ -91,6 +91,11 @@ class BaseShedder:
     def on_unload_attempt_completed(self, planned: list[tuple[str, str]]) -> None:
         return None
 
+    def warm_up(self, load_data: LoadData, conf: ServiceConfig, cycles: int) -> None:
+        """A warm start: update the history as `cycles` shedding cycles over `load_data` would have.
+        No history here (the emulator's hook, not Pulsar's: Pulsar's shedders start empty)."""
+        return None
+
 
 # --- Java arithmetic ---------------------------------------------------------------------------------
 

@@ -81,6 +81,12 @@ class ThresholdShedder(BaseShedder):
             count += 1
         return total / count if count > 0 else 0.0
 
+    def warm_up(self, load_data: LoadData, conf: ServiceConfig, cycles: int) -> None:
+        """A warm start: the EMA after `cycles` cycles of getBrokerAvgUsage over this load data (one
+        step per cycle; a steady usage is its own fixed point, so at most 64 steps are made)."""
+        for _ in range(min(cycles, 64)):
+            self._broker_avg_usage(load_data, conf, {})
+
     # --- Decision ----------------------------------------------------------------------------------
 
     def find_bundles_for_unloading(

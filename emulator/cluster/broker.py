@@ -64,6 +64,8 @@ from .messages import (
     Detach,
     SplitBundle,
     UnloadBundle,
+    AcquireBundle,
+    WarmStart,
     LookupTopic,
     LookupTopicResponse,
     LookupType,
@@ -293,6 +295,10 @@ class Broker(Actor):
             self.start_soon(self._admin, self.split_and_own_bundle, (msg.bundle,),
                             {"unload": msg.unload, "algorithm": msg.algorithm,
                              "boundaries": msg.boundaries}, reply)
+        elif kind is AcquireBundle:
+            self.start_soon(self._admin, self._acquire_stated, (msg.bundle,), {}, reply)
+        elif kind is WarmStart:
+            self.start_soon(self._admin, self.warm_start, (), {}, reply)
         else:
             raise TypeError(f"broker {self.broker_id}: unexpected message {kind.__name__}")
 
@@ -648,6 +654,29 @@ class Broker(Actor):
 
     def owned_bundle_names(self) -> list[str]:
         return [b for b, o in self.owned.items() if o.active]
+
+    # ================================================================== initial state (scenario)
+
+    async def _acquire_stated(self, bundle: str) -> dict[str, Any]:
+        """A scenario's owner at t = 0: the lock and the bundle's owner, as a lookup that decided
+        on this broker would make them (try_acquiring_ownership, validated against the ranges)."""
+        try:
+            await self.try_acquiring_ownership(bundle)
+        except LookupFailure as e:
+            raise AdminError(e.message) from None
+        return {"bundle": bundle, "broker": self.broker_id}
+
+    async def warm_start(self) -> dict[str, Any]:
+        """Warm start: the last stats period and host-usage sample hold this instant's traffic as if it
+        had been steady for a long time (stats_window.py `warm`), and a report carrying them is
+        written at once, so the leader's first view of this broker is the steady state, not the empty
+        first period of a broker that just started."""
+        if self.windows is not None:
+            now = self.now
+            topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
+            self.windows.warm(now, self.load_source.bundle_stats(self.broker_id, now, topics))
+        written = await self.write_load_report(force=True)
+        return {"broker": self.broker_id, "bundles": len(self.local_data.bundles), "written": written}
 
     # ================================================================== unload
 

@@ -8,7 +8,7 @@ condition). Several clusters can live in one process: nothing here is global.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Callable, Iterable
+from typing import AsyncIterator, Awaitable, Callable, Iterable
 
 import anyio
 import msgspec
@@ -26,7 +26,7 @@ from .events import ClusterEvents
 from .latency import Constant, Latencies
 from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
-from .messages import AdminResult, SplitBundle, UnloadBundle
+from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, WarmStart
 from .metadata_client import MetadataClient
 from .metadata_store import MetadataStore
 from .network import Network, broker_id_for, service_url_of
@@ -100,17 +100,23 @@ class Cluster:
         settings: ClusterSettings | None = None,
         clock: Clock | None = None,
         name: str = "cluster",
+        before_brokers: Callable[["Cluster"], Awaitable[None]] | None = None,
     ) -> AsyncIterator["Cluster"]:
-        """Start a cluster in the running loop; everything is torn down when the block exits."""
+        """Start a cluster in the running loop; everything is torn down when the block exits.
+
+        `before_brokers(cluster)` runs once the metadata store is up and before any broker starts:
+        what it writes there (persisted load data of a warm start) is what the brokers and the
+        first leader find, as in a cluster that ran before."""
         conf = conf or ServiceConfig()
         clock = clock or VirtualClock()
         async with ActorSystem(seed, clock, name=name) as system:
             cluster = cls(system, conf, load_source=load_source or FlatLoad(),
                           settings=settings or ClusterSettings(), name=name)
-            await cluster._boot(brokers, namespaces)
+            await cluster._boot(brokers, namespaces, before_brokers)
             yield cluster
 
-    async def _boot(self, brokers: int | Iterable[str], namespaces: dict[str, int] | None) -> None:
+    async def _boot(self, brokers: int | Iterable[str], namespaces: dict[str, int] | None,
+                    before_brokers: Callable[["Cluster"], Awaitable[None]] | None = None) -> None:
         self.system.spawn(self.store)
         admin = _AdminActor("admin", self.system)
         self.system.spawn(admin)
@@ -119,6 +125,8 @@ class Cluster:
             namespaces = {"public/default": self.conf.default_number_of_namespace_bundles}
         for ns, n in namespaces.items():
             await self.create_namespace(ns, n)
+        if before_brokers is not None:
+            await before_brokers(self)
         hosts = [f"broker-{i + 1}" for i in range(brokers)] if isinstance(brokers, int) else list(brokers)
         # start concurrently, as a real cluster's brokers do; the election decides the leader
         async with anyio.create_task_group() as tg:
@@ -128,13 +136,19 @@ class Cluster:
     # ------------------------------------------------------------------ namespaces
 
     async def create_namespace(self, namespace: str, bundles: int | None = None, *,
-                               anti_affinity_group: str | None = None) -> NamespaceBundles:
+                               anti_affinity_group: str | None = None,
+                               boundaries: list[int] | None = None) -> NamespaceBundles:
         """Write the namespace's local policies with `bundles` equal ranges (PulsarAdmin createNamespace),
-        and its anti-affinity group (setNamespaceAntiAffinityGroup) if given."""
-        n = bundles if bundles is not None else self.conf.default_number_of_namespace_bundles
-        if n < 1:
-            raise ValueError(f"namespace {namespace}: bundles = {n}; must be >= 1")
-        nb = NamespaceBundles.default(namespace, n)
+        or with the given `boundaries` (createNamespace with a BundlesData of explicit boundaries, as
+        `pulsar-admin namespaces create --bundles` cannot but the REST API can), and its anti-affinity
+        group (setNamespaceAntiAffinityGroup) if given."""
+        if boundaries is not None:
+            nb = NamespaceBundles.from_boundaries(namespace, boundaries)
+        else:
+            n = bundles if bundles is not None else self.conf.default_number_of_namespace_bundles
+            if n < 1:
+                raise ValueError(f"namespace {namespace}: bundles = {n}; must be >= 1")
+            nb = NamespaceBundles.default(namespace, n)
         assert self._admin is not None
         await self._admin.set(paths.local_policies_path(namespace), msgspec.json.encode(
             LocalPolicies.from_namespace_bundles(nb, anti_affinity_group)))
@@ -147,6 +161,11 @@ class Cluster:
             raise ValueError(f"namespace {namespace!r} does not exist")
         return msgspec.json.decode(node.data, type=LocalPolicies).to_namespace_bundles(namespace)
 
+    async def write_node(self, path: str, data: bytes) -> None:
+        """Write a persistent node as the operator's admin client (no session: it outlives brokers)."""
+        assert self._admin is not None
+        await self._admin.set(path, data)
+
     # ------------------------------------------------------------------ brokers
 
     def _next_host(self) -> str:
@@ -157,8 +176,9 @@ class Cluster:
                 return host
 
     async def add_broker(self, host: str | None = None) -> Broker:
+        """Start a broker on `host` (id `host:8080`), or with the id given as `host:port`."""
         host = host or self._next_host()
-        broker_id = broker_id_for(host)
+        broker_id = host if ":" in host else broker_id_for(host)
         if broker_id in self.brokers and self.brokers[broker_id].alive:
             raise ValueError(f"broker {broker_id} is already running")
         broker = Broker(
@@ -248,6 +268,17 @@ class Cluster:
         field = ServiceConfig.field_name(key)
         setattr(self.conf, field, getattr(updated, field))
         self.events.emit("config_changed", key=key, value=getattr(updated, field))
+
+    async def acquire_bundle(self, bundle: str, broker_id: str) -> AdminResult:
+        """Make `broker_id` the owner of an unowned bundle through its OwnershipCache path (the
+        ephemeral /namespace/<bundle> lock on its session, then the bundle's topics are served
+        there): the initial state of a scenario."""
+        return await self._admin_call(broker_id, AcquireBundle(bundle))
+
+    async def warm_broker(self, broker_id: str) -> AdminResult:
+        """Warm start of one broker: its stats period and host sample hold the traffic of this instant
+        as if it had been steady, and a load report carrying them is written now."""
+        return await self._admin_call(broker_id, WarmStart())
 
     async def _admin_call(self, broker_id: str, op: object) -> AdminResult:
         try:

@@ -56,7 +56,7 @@ from emulator.model.loaddata import namespace_of
 from emulator.runtime import ActorDead, AskTimeout
 
 from . import paths
-from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, UnloadBundle
+from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, UnloadBundle, WarmShedder
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .modular_load_manager import ModularLoadManager
@@ -174,6 +174,8 @@ class LoadManagerLeader(Actor):
             self._on_notification(msg)
         elif kind is _Apply:
             self._apply(msg)
+        elif kind is WarmShedder:
+            reply.ok(self.warm_shedder(msg.cycles))
         else:
             raise TypeError(f"{self.name}: unexpected message {kind.__name__}")
 
@@ -249,6 +251,21 @@ class LoadManagerLeader(Actor):
             await self.md.delete(path)
         except MetadataStoreError:
             pass
+
+    def warm_shedder(self, cycles: int) -> int:
+        """A scenario's warm start: the shedder's history as after `cycles` shedding cycles over the
+        current load data. A shedder with history says how in `warm_up(load_data, conf, cycles)`
+        (ThresholdShedder: its EMA step per cycle, as getBrokerAvgUsage makes it); AvgShedder's hit
+        counters start empty as in Pulsar, and shedders without history have nothing to fill.
+        Returns the number of brokers the shedder saw."""
+        assert self.lm is not None
+        warm_up = getattr(self.shedder, "warm_up", None)
+        load_data = self.lm.load_data
+        if warm_up is not None and cycles > 0:
+            warm_up(load_data, self.conf, cycles)
+        self.events.emit("warm_shedder", shedder=type(self.shedder).__name__, cycles=cycles,
+                         brokers=len(load_data.broker_data))
+        return len(load_data.broker_data)
 
     # ------------------------------------------------------------------ periodic bundle-data writer
 

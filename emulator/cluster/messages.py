@@ -150,3 +150,23 @@ class AdminResult(msgspec.Struct, frozen=True):
 
 class CloseTopics(msgspec.Struct, frozen=True):
     """Broker -> BundleOwner: close every topic of the bundle (BrokerService.unloadServiceUnit)."""
+
+
+# --------------------------------------------------------------------------- initial state (scenario)
+
+
+class AcquireBundle(msgspec.Struct, frozen=True):
+    """Own an unowned bundle now (OwnershipCache.tryAcquiringOwnership): a scenario's owner at t = 0."""
+
+    bundle: str
+
+
+class WarmStart(msgspec.Struct, frozen=True):
+    """Fill the stats period and host sample with this instant's traffic as steady, then write a report."""
+
+
+class WarmShedder(msgspec.Struct, frozen=True):
+    """Leader: step the shedder's history `cycles` times over the current load data, as that many
+    shedding cycles in a steady cluster would have (ThresholdShedder's EMA; no-op for the others)."""
+
+    cycles: int

@@ -158,6 +158,31 @@ class BrokerWindows:
         self.stats_updated_at = now
         return out
 
+    # ------------------------------------------------------------------ warm start
+
+    def warm(self, now: float, stats: dict[str, NamespaceBundleStats]) -> None:
+        """A scenario's warm start: `stats` (the traffic of `now`) is taken to have been steady for
+        longer than either window, so the published stats period and host sample are its values,
+        bandwidth included, and both windows go on from `now` as if they had just been published.
+        The next stats update and host sample then report the same traffic if it stays steady."""
+        self._acc.clear()
+        self._host_acc = [0.0] * 7
+        self._host_dt = 0.0
+        self._cur = stats
+        self._cur_dt = 0.0
+        self._last_t = now
+        self._sampled = True
+        self._cur_totals = totals = sum_bundle_stats(stats)
+        self.bundle_stats = {name: NamespaceBundleStats(
+            s.msg_rate_in, s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out,
+            s.consumer_count, s.producer_count, s.topics) for name, s in stats.items()}
+        self.stats_version += 1
+        self.stats_updated_at = now
+        self._host_started = True
+        self.host_usage = self.load_source.system_usage(self.broker_id, now, {"": totals})
+        self.host_version += 1
+        self.host_sampled_at = now
+
     # ------------------------------------------------------------------ host usage
 
     def sample_host(self, now: float) -> SystemUsage:

@@ -26,6 +26,7 @@ from emulator.model.config import ConfigError, ServiceConfig
 from emulator.runtime import derive_seed
 
 from .errors import MISSING, ScenarioError
+from .initial import InitialPlan, plan_initial
 from .latency_table import latencies
 from .load import WorkloadLoadSource
 from .loader import PLACEMENT_KEY, SHEDDER_KEY, check_strategies, strategy_keys
@@ -130,6 +131,9 @@ class Workload:
         """topic -> [(client name, handle id)] of its live producers / consumers."""
         self.errors: list[str] = []
         """Events that could not be applied (one line each); the run goes on."""
+        self.initial: InitialPlan | None = (
+            plan_initial(scenario, self.traffic, conf or ServiceConfig()) if scenario.initial else None)
+        """The [initial] table's owners and steady traffic at t = 0 (initial.py), or None."""
 
     def offset(self, now: float) -> float:
         """Run-relative time of an emulated instant."""

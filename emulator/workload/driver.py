@@ -1,9 +1,10 @@
 """`drive`: play a scenario against a running cluster.
 
-Order: namespaces (with their bundle counts and anti-affinity groups), clients, the producers and
-consumers of every topic (spread over `[clients] connect_over`), the consumer-jitter actors, then each
-event at its time. Events start in time order (file order among equal times) and each runs in its own
-task, so a long one (a rolling restart) does not delay the next. `drive` returns when every event has
+Order: namespaces (with their bundle counts or [initial] boundaries, and anti-affinity groups), the
+[initial] owners (initial_state.py), clients, the producers and consumers of every topic (spread over
+`[clients] connect_over`), the consumer-jitter actors and, with a warm start, the warm reports once
+they are connected; then each event at its time. Events start in time order (file order among equal
+times) and each runs in its own task, so a long one (a rolling restart) does not delay the next. `drive` returns when every event has
 been applied; the clients and jitter actors live on in the cluster's actor system, and the caller decides
 how long the run lasts.
 
@@ -13,6 +14,7 @@ not end the run: it is logged, emitted as `scenario_event_failed` and kept in `w
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ import anyio
 import structlog
 
 from .events import apply_event
+from .initial_state import place_owners, warm_start
 from .loader import iter_events
 from .population import Population
 from .schema import Scenario, verb_of
@@ -33,10 +36,16 @@ __all__ = ["create_namespaces", "drive"]
 
 
 async def create_namespaces(cluster: "Cluster", scenario: Scenario) -> None:
-    """Write every namespace's local policies; anti-affinity groups need the cluster's hook."""
+    """Write every namespace's local policies; anti-affinity groups need the cluster's hook; [initial]
+    boundaries are written as the namespace's bundles."""
     supports_group = "anti_affinity_group" in inspect.signature(cluster.create_namespace).parameters
+    boundaries = {ns.name: [int(b, 16) for b in ns.boundaries]
+                  for ns in (scenario.initial.namespaces if scenario.initial else []) if ns.boundaries}
     for ns in scenario.namespaces:
-        if ns.anti_affinity_group is not None and supports_group:
+        if ns.name in boundaries:
+            await cluster.create_namespace(ns.name, ns.bundles, anti_affinity_group=ns.anti_affinity_group,
+                                           boundaries=boundaries[ns.name])
+        elif ns.anti_affinity_group is not None and supports_group:
             await cluster.create_namespace(ns.name, ns.bundles,  # type: ignore[call-arg]
                                            anti_affinity_group=ns.anti_affinity_group)
         else:
@@ -53,11 +62,17 @@ async def drive(cluster: "Cluster", scenario: Scenario, workload: "Workload") ->
         workload.t0 = clock.now()
     workload.traffic.origin = workload.t0
     await create_namespaces(cluster, scenario)
+    plan = workload.initial
+    if plan is not None:
+        await place_owners(cluster, plan, workload)
     population = Population(cluster, scenario, workload)
     population.start_clients()
     population.start_jitter()
     async with anyio.create_task_group() as tg:
         tg.start_soon(population.connect, float(scenario.clients.connect_over))
+        if plan is not None and plan.warm > 0:
+            tg.start_soon(functools.partial(warm_start, cluster, plan, workload, connect_timeout=float(
+                scenario.clients.connect_over) + 120.0))
         for index, event in iter_events(scenario):
             delay = workload.t0 + event.at - clock.now()
             if delay > 0:

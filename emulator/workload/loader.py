@@ -54,6 +54,7 @@ PLACEMENT_KEY = "loadBalancerLoadPlacementStrategy"
 SHEDDER_KEY = "loadBalancerLoadSheddingStrategy"
 SPLIT_ALGORITHMS = ("range_equally_divide", "topic_count_equally_divide", "flow_or_qps_equally_divide")
 _BROKER = re.compile(r"^broker-(\d+)(?::8080)?$")
+_BROKER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})(?::\d{1,5})?")
 
 
 # ---------------------------------------------------------------------------------- entry points
@@ -330,6 +331,7 @@ class _Checker:
         for i, p in enumerate(s.traffic.patterns):
             self.check_pattern(["traffic", "patterns", i], p, None)
         self.check_brokers()
+        self.check_initial()
         self.check_events()
         self.check_latency()
 
@@ -459,11 +461,42 @@ class _Checker:
     # --- brokers
 
     def check_brokers(self) -> None:
-        total = self.s.cluster.brokers + sum(e.count for e in self.s.events if isinstance(e, AddBrokers))
+        self.check_broker_names()
+        total = self.s.cluster.broker_count + sum(e.count for e in self.s.events if isinstance(e, AddBrokers))
         for key in self.s.cluster.overrides:
             self.broker_index(["cluster", "overrides", key], key, total, value=key)
 
+    def check_broker_names(self) -> None:
+        """`[cluster] brokers = [...]`: ids as Pulsar writes them (host or host:port), each once."""
+        names = self.s.cluster.brokers
+        if isinstance(names, int):
+            return
+        if not names:
+            raise self.fail(["cluster", "brokers"], "an empty list; name at least one broker (or give a count)")
+        seen: set[str] = set()
+        for j, name in enumerate(names):
+            if not _BROKER_NAME.fullmatch(name):
+                raise self.fail(["cluster", "brokers", j], "expected a broker id host:port (e.g. "
+                                "broker-a:8080) or a host name")
+            bid = name if ":" in name else f"{name}:8080"
+            if bid in seen:
+                raise self.fail(["cluster", "brokers", j], "named twice")
+            seen.add(bid)
+
+    def broker_ids(self, limit: int) -> list[str]:
+        """The broker ids known once the cluster has `limit` brokers: the initial ones, then those
+        add_brokers names broker-<k> above every broker-<k> so far (events._next_hosts)."""
+        ids = self.s.cluster.broker_ids
+        top = max((int(m.group(1)) for b in ids if (m := _BROKER.match(b))), default=0)
+        return ids + [f"broker-{top + k}:8080" for k in range(1, limit - len(ids) + 1)]
+
     def broker_index(self, at: list[Seg], name: str, limit: int, value: Any = None) -> int:
+        if not isinstance(self.s.cluster.brokers, int):
+            ids = self.broker_ids(limit)
+            bid = name if ":" in name else f"{name}:8080"
+            if bid not in ids:
+                raise self.fail(at, "no such broker (the scenario has " + _listed(ids) + " by then)", value)
+            return ids.index(bid) + 1
         m = _BROKER.match(name)
         if m is None:
             raise self.fail(at, "expected a broker name like broker-3 (or broker-3:8080)", value)
@@ -471,6 +504,84 @@ class _Checker:
         if not 1 <= k <= limit:
             raise self.fail(at, f"no such broker (the scenario has broker-1..broker-{limit} by then)", value)
         return k
+
+    # --- initial state (issue 16 item 1)
+
+    def check_initial(self) -> None:
+        """[initial]: the generator's arguments, and per namespace boundaries that cover the hash range
+        in ascending order and one known broker per bundle. Owners are brokers of t = 0."""
+        ini = self.s.initial
+        if ini is None:
+            return
+        at: list[Seg] = ["initial"]
+        ids = self.s.cluster.broker_ids
+        if ini.owners == "skewed":
+            if ini.ratio is None:
+                raise self.fail(at + ["owners"], "skewed needs ratio = <max/min broker msg rate, >= 1>")
+            if len(ids) < 2 and ini.ratio != 1:
+                raise self.fail(at + ["ratio"], "a max/min ratio needs at least 2 brokers at t = 0")
+        elif ini.ratio is not None:
+            raise self.fail(at + ["ratio"], f"only for owners = \"skewed\" (owners is \"{ini.owners}\")")
+        if ini.owners == "all_on":
+            if ini.broker is None:
+                raise self.fail(at + ["owners"], "all_on needs broker = <the broker that owns every bundle>")
+            self.initial_owner(at + ["broker"], ini.broker, ids)
+        elif ini.broker is not None:
+            raise self.fail(at + ["broker"], f"only for owners = \"all_on\" (owners is \"{ini.owners}\")")
+        declared = {ns.name: ns for ns in self.s.namespaces}
+        seen: set[str] = set()
+        for i, ns in enumerate(ini.namespaces):
+            nat: list[Seg] = at + ["namespaces", i]
+            if ns.name not in declared:
+                raise self.fail(nat + ["name"], self._namespace_hint())
+            if ns.name in seen:
+                raise self.fail(nat + ["name"], "given twice in [[initial.namespaces]]")
+            seen.add(ns.name)
+            if ns.boundaries is not None:
+                count = len(self.initial_boundaries(nat + ["boundaries"], ns.boundaries)) - 1
+                if count > self.conf.load_balancer_namespace_maximum_bundles:
+                    raise self.fail(nat + ["boundaries"], f"{count} bundles; more than "
+                                    f"loadBalancerNamespaceMaximumBundles "
+                                    f"({self.conf.load_balancer_namespace_maximum_bundles})")
+                spec_bundles = declared[ns.name].bundles
+                if spec_bundles is not None and spec_bundles != count:
+                    raise self.fail(nat + ["boundaries"], f"{count} bundles, but namespaces"
+                                    f"[{self.namespaces.index(ns.name)}].bundles = {spec_bundles}; "
+                                    "give one of them, or make them agree")
+            else:
+                count = declared[ns.name].bundles or self.conf.default_number_of_namespace_bundles
+            if ns.owners is not None:
+                if len(ns.owners) != count:
+                    raise self.fail(nat + ["owners"], f"{len(ns.owners)} owners for {count} bundles; "
+                                    "give one broker per bundle, in bundle order")
+                for j, owner in enumerate(ns.owners):
+                    self.initial_owner(nat + ["owners", j], owner, ids)
+
+    def initial_owner(self, at: list[Seg], name: str, ids: list[str]) -> str:
+        bid = name if ":" in name else f"{name}:8080"
+        if bid not in ids:
+            raise self.fail(at, "no such broker at t = 0 (the cluster starts with " + _listed(ids) + ")")
+        return bid
+
+    def initial_boundaries(self, at: list[Seg], texts: list[str]) -> list[int]:
+        values: list[int] = []
+        for j, text in enumerate(texts):
+            if not re.fullmatch(r"0x[0-9a-fA-F]{1,8}", text):
+                raise self.fail(at + [j], "expected a hash boundary like 0x40000000 (0x00000000..0xffffffff)")
+            values.append(int(text, 16))
+        if len(values) < 2:
+            raise self.fail(at, "needs at least 2 boundaries: 0x00000000 and 0xffffffff")
+        if values[0] != 0:
+            raise self.fail(at + [0], "the first boundary must be 0x00000000 (the bundles cover the whole "
+                            "hash range)")
+        if values[-1] != 0xFFFFFFFF:
+            raise self.fail(at + [len(values) - 1], "the last boundary must be 0xffffffff (the bundles cover "
+                            "the whole hash range)")
+        for j in range(1, len(values)):
+            if values[j] <= values[j - 1]:
+                raise self.fail(at + [j], f"not above the previous boundary ({texts[j - 1]}); boundaries "
+                                "must be strictly ascending")
+        return values
 
     # --- events
 
@@ -481,7 +592,7 @@ class _Checker:
                                 "move it earlier or lengthen scenario.duration")
 
     def check_events(self) -> None:
-        known = self.s.cluster.brokers
+        known = self.s.cluster.broker_count
         order = sorted(range(len(self.s.events)), key=lambda i: self.s.events[i].at)
         for i in order:
             e = self.s.events[i]
@@ -539,6 +650,13 @@ class _Checker:
             ns = full.split("://", 1)[1].rsplit("/", 1)[0]
             if ns not in self.namespaces:
                 raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint())
+
+
+def _listed(ids: list[str], most: int = 8) -> str:
+    """`a, b, c` or `a, b, ... (N brokers)`: a broker list short enough for one error line."""
+    if len(ids) <= most:
+        return ", ".join(ids)
+    return ", ".join(ids[:most - 1]) + f", ... ({len(ids)} brokers)"
 
 
 def _config_reason(message: str, key: str) -> str:

@@ -14,7 +14,24 @@
     [latency]           operation latencies by name: topic_load = "20ms" or { distribution = ... }
                         (latency_table.py; defaults and sources in emulator/cluster/latency.py)
     [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
+    [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
+
+`[cluster] brokers` is a count (broker-1..broker-N) or a list of names as Pulsar writes broker ids,
+`brokers = ["broker-a:8080", "broker-b:8080"]` (a name without a port gets :8080).
+
+Initial state (`[initial]`, initial_state.py): every bundle is owned at t = 0 by a stated broker, its
+ownership lock written as Pulsar writes it and the clients connecting to it:
+
+    [initial]
+    owners = "even" | "skewed" | "all_on"   # generator for bundles without a stated owner (default even)
+    ratio = 2.5                             # skewed: max/min broker msg rate (in + out) at t = 0
+    broker = "broker-1"                     # all_on: the one owner
+    warm = "30m"                            # load data as if the cluster had run this long (default 0s)
+    [[initial.namespaces]]
+    name = "tenant/ns"
+    boundaries = ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]   # optional, any split state
+    owners = ["broker-1:8080", "broker-2:8080", "broker-1:8080"]           # optional, one per bundle
 
 Every table forbids unknown keys. Durations are strings like "90m", "2h", "30s", "250ms", or a number of
 seconds. Decoding (msgspec) checks types and ranges; `loader.py` adds the checks that need the whole
@@ -44,6 +61,8 @@ __all__ = [
     "DiurnalPattern",
     "Duration",
     "Event",
+    "InitialNamespace",
+    "InitialSection",
     "LeaderFailover",
     "MetadataStoreSection",
     "NamespaceSpec",
@@ -134,7 +153,9 @@ class CapacityOverride(msgspec.Struct, **_T):
 
 
 class ClusterSection(msgspec.Struct, **_T):
-    brokers: Count = 3
+    brokers: Count | list[str] = 3
+    """A count (brokers named broker-1..broker-N) or the brokers' names: ids as Pulsar writes them,
+    `host:port`; a name without a port gets :8080."""
     placement: str | None = None
     """Placement strategy (short name, Pulsar class, or pkg.module:Class); sets
     loadBalancerLoadPlacementStrategy."""
@@ -150,6 +171,17 @@ class ClusterSection(msgspec.Struct, **_T):
     topic_close_time: Duration | None = None
     """Older spelling of `[latency] topic_close` (default 2 ms)."""
     sigterm_timeout: Duration = Duration(5.0)
+
+    @property
+    def broker_count(self) -> int:
+        return self.brokers if isinstance(self.brokers, int) else len(self.brokers)
+
+    @property
+    def broker_ids(self) -> list[str]:
+        """The initial brokers' ids (`host:port`), in the file's order."""
+        if isinstance(self.brokers, int):
+            return [f"broker-{i + 1}:8080" for i in range(self.brokers)]
+        return [name if ":" in name else f"{name}:8080" for name in self.brokers]
 
 
 class NamespaceSpec(msgspec.Struct, **_T):
@@ -314,6 +346,37 @@ class ClientsSection(msgspec.Struct, **_T):
     """"list": the clients' serviceUrl lists the brokers live at their creation (round robin, removed
     brokers refuse); "service": one name in front of the ready brokers (Kubernetes Service / DNS /
     load balancer), each lookup goes to a listening broker."""
+
+
+# ---------------------------------------------------------------------------------- initial state
+# (issue 16 item 1: who owns which bundle at t = 0, and a warm start; applied by initial_state.py)
+
+
+class InitialNamespace(msgspec.Struct, **_T):
+    """One namespace's bundles at t = 0: exact boundaries (any split state) and/or owners."""
+
+    name: str
+    """tenant/namespace, declared in [[namespaces]]."""
+    boundaries: list[str] | None = None
+    """Ascending hex boundaries from "0x00000000" to "0xffffffff" (N + 1 values for N bundles);
+    default: the [[namespaces]] bundle count in equal ranges."""
+    owners: list[str] | None = None
+    """One broker per bundle, in bundle order; default: the [initial] owners generator."""
+
+
+class InitialSection(msgspec.Struct, **_T):
+    """The cluster's state at t = 0 instead of an empty cluster whose clients' lookups place bundles."""
+
+    owners: Literal["even", "skewed", "all_on"] = "even"
+    """Generator for bundles without a stated owner: "even" (the same msg rate on every broker, as
+    near as the bundles allow), "skewed" (max/min broker msg rate = `ratio`), "all_on" (`broker`)."""
+    ratio: Annotated[float, msgspec.Meta(ge=1)] | None = None
+    """skewed: target max/min broker msg rate (in + out) from the traffic model at t = 0."""
+    broker: str | None = None
+    """all_on: the broker that owns every such bundle."""
+    warm: Duration = Duration(0.0)
+    """Warm start: the load data as if the cluster had run in this state this long (0 = cold)."""
+    namespaces: list[InitialNamespace] = []
 
 
 # ---------------------------------------------------------------------------------- events
@@ -485,6 +548,7 @@ class Scenario(msgspec.Struct, **_T):
     clients: ClientsSection = msgspec.field(default_factory=ClientsSection)
     latency: dict[str, Any] = {}
     """Operation latencies by name (checked by latency_table.py: constants or distributions)."""
+    initial: InitialSection | None = None
     events: list[Event] = []
 
     @property

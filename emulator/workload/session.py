@@ -28,6 +28,7 @@ from emulator.runtime import Clock
 
 from .build import Workload, cluster_settings, service_config
 from .driver import drive
+from .initial_state import before_brokers
 from .schema import Scenario
 
 __all__ = ["ScenarioRun", "start_scenario"]
@@ -73,8 +74,10 @@ async def start_scenario(
     conf = service_config(scenario, base_conf, overrides)
     workload = Workload(scenario, seed=seed, conf=conf)
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
+    if workload.initial is not None and workload.initial.warm > 0:
+        extra["before_brokers"] = before_brokers(workload.initial, conf, scenario.cluster.broker_count)
     factory = start or Cluster.start
-    async with factory(scenario.cluster.brokers, seed=seed, conf=conf, namespaces={},
+    async with factory(scenario.cluster.broker_ids, seed=seed, conf=conf, namespaces={},
                        load_source=workload.load_source, settings=cluster_settings(scenario),
                        name=name, **extra) as cluster:
         workload.t0 = cluster.system.clock.now()

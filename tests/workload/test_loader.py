@@ -63,7 +63,7 @@ select = { hottest = 1 }
      "capacity, overrides, report_interval, broker_start_timeout, bundle_close_time, topic_close_time, "
      "sigterm_timeout"),
     ("\n[cluster]\nbrokers = \"three\"\n",
-     "scenario.toml: cluster.brokers = three: expected an integer, got a string"),
+     "scenario.toml: cluster.brokers = three: expected an integer or a list, got a string"),
     ("\n[cluster.capacity]\ncores = -4\n",
      "scenario.toml: cluster.capacity.cores = -4: must be > 0"),
     ("\n[cluster.overrides]\nbroker-2 = { nic_gbps = -1 }\n",
