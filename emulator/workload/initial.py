@@ -10,7 +10,9 @@ UniformLoadShedder's).
 Owner generators, for the bundles the file gives no owner (stated owners count as fixed load):
 
 * `even`: longest-processing-time first: bundles by msg rate, highest first, each to the broker with
-  the least msg rate so far (then the fewest bundles, then file order), so idle bundles spread too.
+  the least msg rate so far (then the fewest bundles, then file order), idle bundles to the broker with
+  the fewest bundles;
+  then single-bundle moves and pair swaps while they narrow the gap between max and min.
 * `skewed` with ratio R: broker targets fall linearly from R·L (the first broker in file order) to L
   (the last), with L such that the targets add up to the total; bundles go, highest first, to the
   broker furthest below its target, then single-bundle moves and pair swaps are made while they bring
@@ -21,7 +23,7 @@ Owner generators, for the bundles the file gives no owner (stated owners count a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 import numpy as np
@@ -132,17 +134,24 @@ def _by_rate(rates: Mapping[str, float]) -> list[str]:
 
 def even_owners(rates: Mapping[str, float], brokers: list[str],
                 base: Mapping[str, float] | None = None) -> dict[str, str]:
-    """Longest-processing-time first (see the module docstring)."""
+    """Longest-processing-time first, then moves and swaps while they narrow max - min."""
     load = {b: (base or {}).get(b, 0.0) for b in brokers}
     count = dict.fromkeys(brokers, 0)
     order = {b: i for i, b in enumerate(brokers)}
-    out: dict[str, str] = {}
-    for bundle in _by_rate(rates):
-        broker = min(brokers, key=lambda b: (load[b], count[b], order[b]))
-        out[bundle] = broker
+    names = _by_rate(rates)
+    where = np.zeros(len(names), dtype=int)
+    for k, bundle in enumerate(names):
+        if rates[bundle] > 0:
+            broker = min(brokers, key=lambda b: (load[b], count[b], order[b]))
+        else:   # idle bundles: the fewest bundles first
+            broker = min(brokers, key=lambda b: (count[b], load[b], order[b]))
+        where[k] = order[broker]
         load[broker] += rates[bundle]
         count[broker] += 1
-    return out
+    loads = np.array([load[b] for b in brokers])
+    r = np.array([rates[b] for b in names])
+    _improve(r, where, loads, lambda x: (float(x.max() - x.min()),))
+    return {bundle: brokers[int(where[k])] for k, bundle in enumerate(names)}
 
 
 def skewed_owners(rates: Mapping[str, float], brokers: list[str], ratio: float,
@@ -162,45 +171,52 @@ def skewed_owners(rates: Mapping[str, float], brokers: list[str], ratio: float,
         where[k] = i
         load[i] += r[k]
 
-    def miss(loads: np.ndarray) -> float:
+    def score(loads: np.ndarray) -> tuple[float, ...]:
         lo = loads.min()
         if lo <= 0:
-            return float("inf") if loads.max() > 0 else abs(1.0 - ratio)
-        return abs(loads.max() / lo - ratio)
+            miss = float("inf") if loads.max() > 0 else abs(1.0 - ratio)
+        else:
+            miss = abs(loads.max() / lo - ratio)
+        return (miss, float(np.abs(loads - targets).sum()))   # then: stay near the targets
 
-    def spread(loads: np.ndarray) -> float:   # tie-break: stay near the targets
-        return float(np.abs(loads - targets).sum())
+    _improve(r, where, load, score, good_enough=1e-3)
+    return {bundle: brokers[int(where[k])] for k, bundle in enumerate(names)}
 
-    best = (miss(load), spread(load))
+
+def _improve(r: np.ndarray, where: np.ndarray, load: np.ndarray,
+             score: Callable[[np.ndarray], tuple[float, ...]], good_enough: float = 0.0) -> None:
+    """Best single-bundle move, else best pair swap, while the score drops (in place)."""
+    n = len(load)
+    best = score(load)
     for _ in range(_MAX_STEPS):
-        if best[0] < 1e-3:
-            break
+        if best[0] <= good_enough:
+            return
         move = None
-        for k in range(len(names)):   # single moves
+        for k in range(len(r)):   # single moves
             a = where[k]
             for j in range(n):
-                if j == a:
+                if j == a or r[k] == 0:
                     continue
                 trial = load.copy()
                 trial[a] -= r[k]
                 trial[j] += r[k]
-                score = (miss(trial), spread(trial))
-                if score < best:
-                    best, move = score, ("move", k, j)
-        if move is None and len(names) <= _MAX_SWAP_BUNDLES:   # pair swaps between brokers
-            for k in range(len(names)):
-                for m in range(k + 1, len(names)):
+                s = score(trial)
+                if s < best:
+                    best, move = s, ("move", k, j)
+        if move is None and len(r) <= _MAX_SWAP_BUNDLES:   # pair swaps between brokers
+            for k in range(len(r)):
+                for m in range(k + 1, len(r)):
                     a, c = where[k], where[m]
                     if a == c or r[k] == r[m]:
                         continue
                     trial = load.copy()
                     trial[a] += r[m] - r[k]
                     trial[c] += r[k] - r[m]
-                    score = (miss(trial), spread(trial))
-                    if score < best:
-                        best, move = score, ("swap", k, m)
+                    s = score(trial)
+                    if s < best:
+                        best, move = s, ("swap", k, m)
         if move is None:
-            break
+            return
         if move[0] == "move":
             _, k, j = move
             load[where[k]] -= r[k]
@@ -212,4 +228,3 @@ def skewed_owners(rates: Mapping[str, float], brokers: list[str], ratio: float,
             load[a] += r[m] - r[k]
             load[c] += r[k] - r[m]
             where[k], where[m] = c, a
-    return {bundle: brokers[int(where[k])] for k, bundle in enumerate(names)}

@@ -287,6 +287,28 @@ async def test_jittery_consumers__consumers_come_and_go_and_the_stats_period_hid
         assert max(per_broker.values(), default=0) <= 2, per_broker
 
 
+@pytest.mark.anyio
+async def test_pip364_skewed__starts_at_2_5_warm_and_avg_shedder_evens_the_outer_pair():
+    async with observed(library.load("pip364-skewed")) as run:
+        cluster = run.cluster
+        start: dict[str, float] = {}
+
+        def rates() -> dict[str, float]:
+            view = cluster.brokers[cluster.leader()].leader_actor.lm.load_data.broker_data
+            return {b: d.local_data.msg_rate_in + d.local_data.msg_rate_out for b, d in view.items()}
+
+        cluster.events.subscribe(lambda e: start.update(rates()) if e.kind == "warm_start" else None)
+        await run.sleep_until(7 * MIN)
+        assert max(start.values()) / min(start.values()) == pytest.approx(2.5, abs=0.1)
+        assert not decisions(run, "unload")          # 8 low-threshold hits before the first move
+        await run.sleep_until(12 * MIN)
+        unloads = decisions(run, "unload")
+        assert unloads and {(u["broker"], u["destination"]) for u in unloads} == {
+            ("broker-1:8080", "broker-4:8080")}       # only the outer pair, busiest to idlest
+        now = {b: br.local_data.msg_rate_in + br.local_data.msg_rate_out for b, br in cluster.brokers.items()}
+        assert now["broker-1:8080"] / now["broker-4:8080"] < 1.2
+
+
 # ---------------------------------------------------------------------------------- determinism
 
 
