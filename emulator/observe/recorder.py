@@ -57,7 +57,7 @@ EVENT_KINDS = frozenset({
     "scenario_event", "broker_started", "broker_crashed", "broker_stopping", "broker_stopped",
     "leader_elected", "leader_started", "handle_disconnected", "handle_reconnected", "handle_failed",
     "admin", "config_changed", "actor_failed", "placement_failed", "shedding_failed",
-    "broker_start_failed",
+    "broker_start_failed", "initial_state", "warm_start",
 })
 """Event kinds copied to events.jsonl (handle_connected, load_report and the like are too many)."""
 

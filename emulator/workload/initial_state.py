@@ -109,15 +109,12 @@ async def place_owners(cluster: "Cluster", plan: InitialPlan, workload: "Workloa
                         brokers=len(set(plan.owners.values())), warm=plan.warm)
 
 
-def _handles(workload: "Workload") -> int:
-    return sum(len(v) for v in workload.producers.values()) + sum(len(v) for v in workload.consumers.values())
-
-
 async def warm_start(cluster: "Cluster", plan: InitialPlan, workload: "Workload", *,
                      connect_timeout: float = 120.0) -> dict[str, Any]:
     """Step 3 of the module docstring, once the clients are connected (or `connect_timeout` passed)."""
     log = structlog.get_logger("workload")
-    expected = _handles(workload)
+    # every producer and consumer of the scenario, also those `connect_over` has not created yet
+    expected = sum(s.producer_count + s.consumer_count for s in plan.stats.values())
 
     def connected() -> bool:
         return sum(c.connected_count() for c in cluster.clients.values()) >= expected
