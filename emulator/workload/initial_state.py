@@ -105,8 +105,15 @@ async def place_owners(cluster: "Cluster", plan: InitialPlan, workload: "Workloa
     for line in sorted(failed):
         workload.errors.append(f"initial: {line}")
         structlog.get_logger("workload").warning("initial owner not placed", detail=line)
+    rates = plan.broker_msg_rates(sorted(cluster.live_brokers()))
+    low = min(rates.values(), default=0.0)
+    ratio = max(rates.values()) / low if low > 0 else None
+    target = workload.scenario.initial.ratio if workload.scenario.initial is not None else None
+    if target is not None and (ratio is None or abs(ratio - target) > 0.1):
+        structlog.get_logger("workload").warning(
+            "initial owners: the bundles cannot make the stated ratio", target=target, planned=ratio)
     cluster.events.emit("initial_state", bundles=len(plan.owners), failed=len(failed),
-                        brokers=len(set(plan.owners.values())), warm=plan.warm)
+                        brokers=len(set(plan.owners.values())), warm=plan.warm, msg_rate_max_min=ratio)
 
 
 async def warm_start(cluster: "Cluster", plan: InitialPlan, workload: "Workload", *,
