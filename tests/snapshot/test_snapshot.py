@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from emulator.cli import main
 from emulator.model.loaddata import LocalBrokerData
 from emulator.observe.attach import observe
 from emulator.runtime import run_external
@@ -86,6 +87,9 @@ async def take_snapshot(tmp: Path, scenario_text: str = SOURCE) -> dict[str, Any
             await run.sleep_until(120)
             c = run.cluster
             index = await run_external(export, obs.url, tmp / "snap")
+            # the command does the same (same instant: the clock stands while a thread works)
+            rc = await run_external(main, ["snapshot", "export", "--url", obs.url, str(tmp / "cli")])
+            assert rc == 0
             # read back a few answers directly: the files are the bodies, byte for byte
             direct = {call.file: await run_external(get, call.url) for call in index.calls if call.file}
             return {"index": index, "direct": direct, "ownership": c.ownership(), "rates": topic_rates(c),
@@ -108,6 +112,8 @@ async def test_export_writes_every_answer_unchanged_one_file_per_call(tmp_path):
             assert (folder / call.file).read_bytes() == snap["direct"][call.file]
     on_disk = {p.name for p in folder.iterdir()} - {"index.json"}
     assert on_disk == {c.file for c in index.calls if c.file}
+    assert {p.name: p.read_bytes() for p in (tmp_path / "cli").iterdir()} == {
+        p.name: p.read_bytes() for p in folder.iterdir()}
     # "nothing set" answers are listed without a file: Pulsar's 404 for isolation policies never set,
     # and the anti-affinity group (not served by this branch's emulator: 404)
     absent = {c.kind for c in index.calls if c.file is None}
