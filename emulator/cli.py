@@ -3,6 +3,7 @@
     pulsar-lb-emulator run [NAME|FILE] [--set key=value ...] [--duration 2h] [--seed 7] ...
     pulsar-lb-emulator scenarios [show NAME]
     pulsar-lb-emulator monitor --url http://127.0.0.1:PORT
+    pulsar-lb-emulator snapshot export --url URL DIR | snapshot to-scenario DIR [-o FILE]
     pulsar-lb-emulator rollup RUN_DIR... | sweep SCENARIO --grid k=v1,v2 --seeds 1-5 | report ROLLUP_DIR
 
 Bad input (flags, scenario files, broker.conf) gets one line on stderr naming the file or flag, the key
@@ -139,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     monitor = sub.add_parser("monitor", help="print the monitor-brokers table of a running emulator")
     monitor.add_argument("--url", required=True, help="http://127.0.0.1:PORT of `run --metrics-port PORT`")
     monitor.set_defaults(func=cmd_monitor)
+
+    from emulator.snapshot.cli import add_snapshot_parser
+
+    add_snapshot_parser(sub)
 
     try:
         from emulator.pipeline.cli import add_report_parser, add_rollup_parser, add_sweep_parser

@@ -24,6 +24,18 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     broker, the leader's (Pulsar answers for the broker you talk to; here one server speaks for all).
 `/admin/v2/namespaces/<tenant>/<ns>/bundles`
     BundlesData `{"boundaries": ["0x00000000", ...], "numBundles": n}` from the namespace's policies.
+`/admin/v2/tenants`, `/admin/v2/namespaces/<tenant>`, `/admin/v2/namespaces/<tenant>/<ns>`
+    Tenants, a tenant's namespaces, a namespace's Policies (pulsar_admin.py says how each is made).
+`/admin/v2/broker-stats/topics?broker=<id>`
+    The broker's topic stats, `{namespace: {bundle range: {"persistent": {topic: TopicStats}}}}`
+    (PulsarStats' JSON); without a broker, the leader's, as for the load report.
+`/admin/v2/clusters/<cluster>/namespaceIsolationPolicies`, `/admin/v2/clusters/<cluster>/failureDomains`
+    Read-only here: no policy is ever set, so Pulsar's answers for none: 404 "NamespaceIsolationPolicies
+    for cluster <c> does not exist" and `{}`.
+`/emulator/brokers/<id>/<any path above>`
+    The path as broker `<id>`'s own web service answers it. In Pulsar the load report, the topic stats and
+    owned namespaces are per broker (each answers for itself on its own host); one emulator server speaks
+    for every broker, so `snapshot export` reaches broker `<id>` under this prefix (404 if not live).
 `/lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>`
     LookupData of the topic's current owner (`brokerUrl`, `httpUrl`, `nativeUrl`, ...). Read-only: an
     unowned bundle is 404, never assigned.
@@ -55,6 +67,7 @@ from emulator.model.bundles import topic_namespace
 from emulator.model.policies import LocalPolicies
 
 from . import monitor as monitor_table
+from . import pulsar_admin
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -69,6 +82,9 @@ Response = tuple[int, str, bytes]
 
 class _NotFound(Exception):
     pass
+
+
+_PER_BROKER = re.compile(r"/emulator/brokers/(?P<broker>[^/]+)(?P<rest>/.*)")
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -97,6 +113,14 @@ class AdminViews:
             (re.compile(r"/admin/v2/broker-stats/load-report/?"), self.load_report),
             (re.compile(r"/admin/v2/broker-stats/load-report/(?P<broker>[^/]+)/?"), self.load_report),
             (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/(?P<ns>[^/]+)/bundles/?"), self.bundles),
+            # snapshot export (pulsar_admin.py)
+            (re.compile(r"/admin/v2/tenants/?"), self.tenants),
+            (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/?"), self.tenant_namespaces),
+            (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/(?P<ns>[^/]+)/?"), self.namespace_policies),
+            (re.compile(r"/admin/v2/broker-stats/topics/?"), self.broker_topics),
+            (re.compile(r"/admin/v2/clusters/(?P<cluster>[^/]+)/namespaceIsolationPolicies/?"),
+             self.isolation_policies),
+            (re.compile(r"/admin/v2/clusters/(?P<cluster>[^/]+)/failureDomains/?"), self.failure_domains),
             (re.compile(r"/lookup/v2/topic/(?P<domain>persistent|non-persistent)/(?P<tenant>[^/]+)/"
                         r"(?P<ns>[^/]+)/(?P<topic>.+)"), self.lookup),
             (re.compile(r"/emulator/status/?"), self.status),
@@ -110,6 +134,14 @@ class AdminViews:
         parts = urllib.parse.urlsplit(raw_path)
         path = urllib.parse.unquote(parts.path)
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(parts.query).items()}
+        per_broker = _PER_BROKER.fullmatch(path)
+        if per_broker is not None:   # as that broker's own web service (see the module docstring)
+            broker, path = per_broker.group("broker"), per_broker.group("rest")
+            b = self.cluster.brokers.get(broker)
+            if b is None or not b.alive:
+                live = ", ".join(self.cluster.live_brokers()) or "none"
+                return _error(404, f"broker {broker!r} is not a live broker (live: {live})")
+            query["broker"] = broker
         for pattern, view in self._routes:
             m = pattern.fullmatch(path)
             if m is not None:
@@ -155,12 +187,19 @@ class AdminViews:
         return _json(out)
 
     def load_report(self, query: dict[str, str], broker: str | None = None) -> Response:
+        return _json(self._answering_broker(query, broker).local_data)
+
+    def broker_topics(self, query: dict[str, str]) -> Response:
+        return _json(pulsar_admin.broker_topic_stats(self._answering_broker(query)))
+
+    def _answering_broker(self, query: dict[str, str], broker: str | None = None) -> Any:
+        """The broker a per-broker view answers for: named, else the leader."""
         broker = broker or query.get("broker") or self.cluster.leader()
         b = self.cluster.brokers.get(broker) if broker else None
         if b is None or not b.alive:
             live = ", ".join(self.cluster.live_brokers()) or "none"
             raise _NotFound(f"broker {broker!r} is not a live broker (live: {live})")
-        return _json(b.local_data)
+        return b
 
     # ------------------------------------------------------------------ namespaces and lookups
 
@@ -174,6 +213,31 @@ class AdminViews:
         nb = self._policies(f"{tenant}/{ns}").to_namespace_bundles(f"{tenant}/{ns}")
         bounds = list(nb.boundaries)
         return _json({"boundaries": [f"0x{b:08x}" for b in bounds], "numBundles": len(bounds) - 1})
+
+    def tenants(self, query: dict[str, str]) -> Response:
+        return _json(pulsar_admin.tenants(self.cluster))
+
+    def tenant_namespaces(self, query: dict[str, str], tenant: str) -> Response:
+        namespaces = pulsar_admin.tenant_namespaces(self.cluster, tenant)
+        if namespaces is None:
+            raise _NotFound("Tenant does not exist")
+        return _json(namespaces)
+
+    def namespace_policies(self, query: dict[str, str], tenant: str, ns: str) -> Response:
+        namespace = f"{tenant}/{ns}"
+        return _json(pulsar_admin.namespace_policies(self.cluster.name, namespace, self._policies(namespace)))
+
+    def _check_cluster(self, cluster: str) -> None:
+        if cluster != self.cluster.name:
+            raise _NotFound(f"Cluster {cluster} does not exist.")
+
+    def isolation_policies(self, query: dict[str, str], cluster: str) -> Response:
+        self._check_cluster(cluster)
+        raise _NotFound(f"NamespaceIsolationPolicies for cluster {cluster} does not exist")
+
+    def failure_domains(self, query: dict[str, str], cluster: str) -> Response:
+        self._check_cluster(cluster)
+        return _json({})
 
     def lookup(self, query: dict[str, str], domain: str, tenant: str, ns: str, topic: str) -> Response:
         name = f"{domain}://{tenant}/{ns}/{topic}"

@@ -95,11 +95,11 @@ def check_sizes(scenario: Any, fail: Fail) -> None:
         if g.msg_size > MAX_MSG_SIZE:
             raise fail(["topics", i, "msg_size"], f"over Pulsar's maxMessageSize default of {MAX_MSG_SIZE:,} "
                        "bytes (msg_size is bytes per message)", g.msg_size)
-        n = g.count * max(1, g.partitions)
+        n = g.size * max(1, g.partitions)
         topics += n
         if topics > MAX_TOPICS:
             raise fail(["topics", i, "count"], f"brings the scenario to {topics:,} topics (partitions "
-                       "count one each); " + _over(MAX_TOPICS, "topics"), g.count)
+                       "count one each); " + _over(MAX_TOPICS, "topics"), g.size)
         handles += n * (g.producers + g.consumers)
         if handles > MAX_HANDLES:
             raise fail(["topics", i, "producers"], f"brings the scenario to {handles:,} producers + "

@@ -409,11 +409,12 @@ class _Checker:
                 raise self.fail(at + ["group"], f"topic group name used twice (also topics[{self.groups[label]}])",
                                 label)
             self.groups[label] = i
+            self.check_explicit_topics(at, g)
             try:
-                first = g.name.format(i=0)
+                first = g.local_name(0)
             except (KeyError, IndexError, ValueError) as e:
                 raise self.fail(at + ["name"], f"bad name pattern ({e}); use {{i}} for the topic index") from None
-            if g.count > 1 and g.name.format(i=1) == first:
+            if not g.names and g.count > 1 and g.name.format(i=1) == first:
                 raise self.fail(at + ["name"], f"all {g.count} topics would share one name; put {{i}} in it")
             if not first or "/" in first:
                 raise self.fail(at + ["name"], "a local topic name must be non-empty and without '/'")
@@ -430,6 +431,29 @@ class _Checker:
         for i, g in enumerate(self.s.topics):
             for j, p in enumerate(g.patterns):
                 self.check_pattern(["topics", i, "patterns", j], p, g.label(i))
+
+    def check_explicit_topics(self, at: list[Seg], g: Any) -> None:
+        """`names` (explicit topics) and `rate.distribution = "explicit"` (a rate per topic): the
+        per-topic form snapshots write (schema.py's module docstring)."""
+        raw = _raw_at(self.raw, at)
+        if g.names:
+            for key in ("count", "name"):
+                if isinstance(raw, dict) and key in raw:
+                    raise self.fail(at + [key], "give names = [...] or count/name, not both")
+            seen: set[str] = set()
+            for j, name in enumerate(g.names):
+                if not name or "/" in name:
+                    raise self.fail(at + ["names", j], "a local topic name must be non-empty and without '/'")
+                if name in seen:
+                    raise self.fail(at + ["names", j], "listed twice")
+                seen.add(name)
+        r = g.rate
+        if r.distribution == "explicit":
+            if len(r.rates) != g.size:
+                raise self.fail(at + ["rate", "rates"], f"{len(r.rates)} rates for {g.size} topics; "
+                                "give one msg/s per topic, in order")
+        elif r.rates:
+            raise self.fail(at + ["rate", "rates"], "only with distribution = \"explicit\"")
 
     def check_pattern(self, at: list[Seg], p: Any, group: str | None) -> None:
         if isinstance(p, RampPattern) and p.end <= p.start:

@@ -6,7 +6,7 @@
     [[namespaces]]      name = "tenant/ns", bundles, anti_affinity_group
     [[topics]]          a group of topics: namespace, count, name pattern, partitions, producers,
                         consumers, msg_size, rate = { distribution = ... }, patterns = [...],
-                        consumer_jitter = { ... }
+                        consumer_jitter = { ... }; or explicit `names` with explicit per-topic rates
     [traffic]           scale (a global multiplier), patterns applied to every topic
     [resources]         ResourceModelConstants overrides
     [settings]          any ServiceConfig key by its Pulsar name (camelCase)
@@ -32,6 +32,17 @@ ownership lock written as Pulsar writes it and the clients connecting to it:
     name = "tenant/ns"
     boundaries = ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]   # optional, any split state
     owners = ["broker-1:8080", "broker-2:8080", "broker-1:8080"]           # optional, one per bundle
+
+Explicit topics (what `pulsar-lb-emulator snapshot to-scenario` writes): a group may list its topics'
+local names instead of `count` and `name`, and give each its own base rate:
+
+    [[topics]]
+    namespace = "tenant/ns"
+    names = ["t-1", "t-2"]                                      # count = len(names); no `name` pattern
+    rate = { distribution = "explicit", rates = [12.5, 3.0] }   # msg/s, one per topic, in names' order
+
+`rates` may also follow a `count`/`name` group (one per topic index). A partition of a partitioned topic
+exported from a cluster is listed by its own name (`x-partition-0`), as a topic of its own.
 
 Every table forbids unknown keys. Durations are strings like "90m", "2h", "30s", "250ms", or a number of
 seconds. Decoding (msgspec) checks types and ranges; `loader.py` adds the checks that need the whole
@@ -218,9 +229,10 @@ class RateSpec(msgspec.Struct, **_T):
     constant: every topic `rate`. uniform: U(low, high) per topic. zipf: `total` msg/s shared with
     weights 1/k^exponent over the topics in a seeded random order (default total = rate × count).
     hot_set: every topic `rate`, and `hot_count` (or `hot_fraction` of the) topics `rate × hot_factor`.
+    explicit: `rates`, one msg/s per topic in the group's order (snapshots).
     A partitioned topic's rate is split evenly over its partitions."""
 
-    distribution: Literal["constant", "uniform", "zipf", "hot_set"] = "constant"
+    distribution: Literal["constant", "uniform", "zipf", "hot_set", "explicit"] = "constant"
     rate: NonNegative = 10.0
     low: NonNegative | None = None
     high: NonNegative | None = None
@@ -229,6 +241,8 @@ class RateSpec(msgspec.Struct, **_T):
     hot_count: Count | None = None
     hot_fraction: Fraction | None = None
     hot_factor: NonNegative = 10.0
+    rates: list[NonNegative] = []
+    """explicit: the base rate of each topic of the group, in order."""
 
 
 class SteadyPattern(msgspec.Struct, tag_field="kind", tag="steady", **_T):
@@ -295,6 +309,8 @@ class TopicGroup(msgspec.Struct, **_T):
     """Name used by selectors; default `topics[<index>]`."""
     name: str = "topic-{i}"
     """Local name pattern; `{i}` is the topic's index in the group (format specs allowed: {i:05d})."""
+    names: list[str] = []
+    """Explicit local names, one per topic (replaces `count` and `name`; snapshots write these)."""
     persistence: Literal["persistent", "non-persistent"] = "persistent"
     partitions: NonNegativeInt = 0
     """0 = non-partitioned topics; N = partitioned topics of N partitions (`<name>-partition-<p>`)."""
@@ -310,6 +326,15 @@ class TopicGroup(msgspec.Struct, **_T):
 
     def label(self, index: int) -> str:
         return self.group or f"topics[{index}]"
+
+    @property
+    def size(self) -> int:
+        """How many topics the group makes: len(names) when listed, else `count`."""
+        return len(self.names) if self.names else self.count
+
+    def local_name(self, i: int) -> str:
+        """The i-th topic's local name: from `names`, or the `name` pattern."""
+        return self.names[i] if self.names else self.name.format(i=i)
 
 
 class TrafficSection(msgspec.Struct, **_T):

@@ -45,8 +45,8 @@ def topic_names(group: TopicGroup) -> list[tuple[str, str]]:
     `x-partition-0` ... `x-partition-{N-1}` (Pulsar's TopicName.getPartition)."""
     out: list[tuple[str, str]] = []
     prefix = f"{group.persistence}://{group.namespace}/"
-    for i in range(group.count):
-        base = prefix + group.name.format(i=i)
+    for i in range(group.size):
+        base = prefix + group.local_name(i)
         if group.partitions:
             out.extend((f"{base}-partition-{p}", base) for p in range(group.partitions))
         else:
@@ -57,7 +57,9 @@ def topic_names(group: TopicGroup) -> list[tuple[str, str]]:
 def base_rates(group: TopicGroup, rng: np.random.Generator) -> np.ndarray:
     """Base msg/s of each *partitioned* topic of the group (length `count`), from its RateSpec."""
     spec = group.rate
-    n = group.count
+    n = group.size
+    if spec.distribution == "explicit":
+        return np.array(spec.rates, dtype=float)   # the loader checked: one per topic
     if spec.distribution == "constant":
         return np.full(n, spec.rate, dtype=float)
     if spec.distribution == "uniform":

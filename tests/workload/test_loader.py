@@ -125,7 +125,7 @@ select = { hottest = 1 }
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x\"\ncount = 2\n",
      "scenario.toml: topics[1].name = x: all 2 topics would share one name; put {i} in it"),
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\nrate = { distribution = \"pareto\" }\n",
-     "scenario.toml: topics[1].rate.distribution = pareto: expected one of: constant, uniform, zipf, hot_set"),
+     "scenario.toml: topics[1].rate.distribution = pareto: expected one of: constant, uniform, zipf, hot_set, explicit"),
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\npatterns = [{ kind = \"sine\" }]\n",
      "scenario.toml: topics[1].patterns[0].kind = sine: unknown kind; expected one of: steady, ramp, spike, "
      "diurnal, noise"),
