@@ -198,10 +198,20 @@ async def test_export_to_scenario_run_reproduces_the_exported_ownership_and_rate
     scenario, _ = scenario_dict(read_snapshot(tmp_path / "snap"), duration="10m")
     replay = loader.loads(to_toml(scenario), "replay.toml")
     async with observed(replay) as run:
-        assert run.cluster.ownership() == snap["ownership"]                 # t = 0: the exported owners
+        at_t0 = owners_when_stated(run)
         await run.sleep_until(60)
+        assert at_t0 == [snap["ownership"]]                                  # t = 0: the exported owners
         assert run.cluster.live_brokers() == snap["brokers"]
         assert topic_rates(run.cluster) == pytest.approx(snap["rates"], rel=1e-12)
+
+
+def owners_when_stated(run) -> list[dict[str, str]]:
+    """The cluster's ownership at the moment the scenario's `[initial]` state is in place (t0 + the
+    start-up latencies), filled in by the `initial_state` event."""
+    seen: list[dict[str, str]] = []
+    run.cluster.events.subscribe(lambda e: seen.append(run.cluster.ownership())
+                                 if e.kind == "initial_state" else None)
+    return seen
 
 
 def _sample_owners() -> dict[str, str]:
@@ -238,7 +248,8 @@ async def test_the_sample_snapshot_runs_from_its_stated_owners():
     scenario, _ = scenario_dict(read_snapshot(SAMPLE), duration="5m")
     replay = loader.loads(to_toml(scenario), "sample.toml")
     async with observed(replay) as run:
-        assert run.cluster.ownership() == _sample_owners()
+        at_t0 = owners_when_stated(run)
         await run.sleep_until(60)
+        assert at_t0 == [_sample_owners()]
         rates = topic_rates(run.cluster)
         assert len(rates) == 17 and all(r > 0 for r in rates.values())
