@@ -36,6 +36,7 @@ from .schema import (
     NoisePattern,
     RampPattern,
     RemoveBrokers,
+    RestartRolling,
     Scenario,
     SessionExpire,
     SetConfig,
@@ -459,7 +460,10 @@ class _Checker:
     # --- brokers
 
     def check_brokers(self) -> None:
-        total = self.s.cluster.brokers + sum(e.count for e in self.s.events if isinstance(e, AddBrokers))
+        total = self.s.cluster.brokers
+        for e in sorted(self.s.events, key=lambda e: e.at):
+            if isinstance(e, AddBrokers):
+                total = _known_after(e, total)
         for key in self.s.cluster.overrides:
             self.broker_index(["cluster", "overrides", key], key, total, value=key)
 
@@ -488,9 +492,16 @@ class _Checker:
             at: list[Seg] = ["events", i]
             self.check_time(at + ["at"], e.at)
             if isinstance(e, AddBrokers):
-                known += e.count
+                self.check_add_brokers(at, e)
+                known = _known_after(e, known)
             for j, name in enumerate(getattr(e, "brokers", None) or []):
                 self.broker_index(at + ["brokers", j], name, known)
+            if isinstance(e, RestartRolling) and e.every is not None:
+                if e.every <= 0:
+                    raise self.fail(at + ["every"], "must be > 0 (the time between two batches)")
+                if isinstance(_raw_at(self.raw, at), dict) and "wait" in _raw_at(self.raw, at):
+                    raise self.fail(at + ["wait"], "give wait (after each batch is back) or every "
+                                    "(a fixed cadence), not both")
             if isinstance(e, RemoveBrokers):
                 if bool(e.brokers) == (e.count is not None):
                     raise self.fail(at, "give brokers = [...] or count = N (one of them)",
@@ -524,6 +535,17 @@ class _Checker:
             if isinstance(select, TopicSelector):
                 self.check_selector(at + ["select"], select)
 
+    def check_add_brokers(self, at: list[Seg], e: AddBrokers) -> None:
+        if e.brokers and e.count is not None and e.count != len(e.brokers):
+            raise self.fail(at + ["count"], f"{len(e.brokers)} brokers are named; give count = N or "
+                            "brokers = [...], not both")
+        seen: set[int] = set()
+        for j, name in enumerate(e.brokers):
+            k = self.broker_index(at + ["brokers", j], name, _known_after(e, 0))
+            if k in seen:
+                raise self.fail(at + ["brokers", j], "named twice")
+            seen.add(k)
+
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
             raise self.fail(at + ["namespace"], self._namespace_hint())
@@ -539,6 +561,14 @@ class _Checker:
             ns = full.split("://", 1)[1].rsplit("/", 1)[0]
             if ns not in self.namespaces:
                 raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint())
+
+
+def _known_after(e: AddBrokers, known: int) -> int:
+    """The highest broker number after an add_brokers: new ones are numbered above the highest; named
+    ones may bring back a removed broker or name a new one."""
+    if e.brokers:
+        return max([known, *(int(m.group(1)) for n in e.brokers if (m := _BROKER.match(n)))])
+    return known + (e.count or 1)
 
 
 def _config_reason(message: str, key: str) -> str:

@@ -320,10 +320,15 @@ class ClientsSection(msgspec.Struct, **_T):
 
 
 class AddBrokers(msgspec.Struct, tag_field="do", tag="add_brokers", **_T):
-    """Start `count` new brokers (named broker-<N+1>, ...), optionally with their own capacity."""
+    """Start `count` new brokers (named broker-<N+1>, ... above every broker the cluster has had), or
+    the `brokers` named: a removed one comes back under its id as a restarted host does (empty: it
+    registers /loadbalance/brokers/<id> again and owns nothing until the leader assigns it bundles;
+    same capacity unless given here). Optionally with their own capacity."""
 
     at: Offset
-    count: Count = 1
+    count: Count | None = None
+    """Default 1 when no `brokers` are named."""
+    brokers: list[str] = []
     cores: Positive | None = None
     nic_gbps: Positive | None = None
     heap_mb: Positive | None = None
@@ -343,7 +348,10 @@ class RemoveBrokers(msgspec.Struct, tag_field="do", tag="remove_brokers", **_T):
 
 
 class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T):
-    """Restart brokers `batch` at a time (stop, stay down `down`, start), waiting `wait` between batches.
+    """Restart brokers `batch` at a time (stop, stay down `down`, start), waiting `wait` between batches
+    (after one batch is back, the next is stopped), or, with `every`, on a fixed cadence: batch k is
+    stopped at `at + k × every` whatever the state of the ones before (still draining, down, back), as
+    a rollout with a fixed interval does ("restart 100 brokers within 2 minutes": every = "1.2s").
 
     With mode = "kill", give `down` at least the metadata session timeout: like a real broker, one
     started again while its old session still holds /loadbalance/brokers/<id> cannot register
@@ -354,6 +362,9 @@ class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T
     """Default: every live broker, in name order."""
     batch: Count = 1
     wait: Duration = Duration(60.0)
+    """Between one batch back up and the next stopped (not with `every`)."""
+    every: Duration | None = None
+    """Fixed cadence: one batch stopped every this long, > 0."""
     down: Duration = Duration(0.0)
     mode: StopMode = "graceful"
 
