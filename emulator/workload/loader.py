@@ -203,7 +203,12 @@ def _pick_tagged(tp: Any, raw: Any) -> Any:
 
 
 def _fields(tp: Any) -> dict[str, Any]:
-    return typing.get_type_hints(tp, include_extras=True)
+    """A Struct's fields by their names in the file (`from` for `from_`), with their types."""
+    hints = typing.get_type_hints(tp, include_extras=True)
+    encoded = getattr(tp, "__struct_encode_fields__", None)
+    if encoded:
+        return {name: hints[f] for f, name in zip(tp.__struct_fields__, encoded)}
+    return hints
 
 
 def _type_at(root: Any, segs: list[Seg], raw: Any) -> Any:
@@ -332,6 +337,7 @@ class _Checker:
             self.check_pattern(["traffic", "patterns", i], p, None)
         self.check_brokers()
         self.check_events()
+        self.check_expectations()
         self.check_latency()
 
     def check_latency(self) -> None:
@@ -545,6 +551,41 @@ class _Checker:
             if k in seen:
                 raise self.fail(at + ["brokers", j], "named twice")
             seen.add(k)
+
+    # --- expectations
+
+    def check_expectations(self) -> None:
+        """[[expect]]: a known KPI, a bound, a window inside the run (format 5 of issue 16)."""
+        from emulator.observe.kpis import KPIS, WHOLE_RUN_ONLY
+
+        for i, x in enumerate(self.s.expect):
+            at: list[Seg] = ["expect", i]
+            if x.kpi not in KPIS:
+                raise self.fail(at + ["kpi"], "unknown KPI; known: " + ", ".join(KPIS))
+            if x.min is None and x.max is None:
+                raise self.fail(at, "give min, max or both", _raw_at(self.raw, at))
+            if x.min is not None and x.max is not None and x.min > x.max:
+                raise self.fail(at + ["min"], f"greater than max ({x.max:g})")
+            windowed = [k for k in ("from", "to", "after_event", "within")
+                        if k in (_raw_at(self.raw, at) or {})]
+            if windowed and x.kpi in WHOLE_RUN_ONLY:
+                raise self.fail(at + [windowed[0]], f"{x.kpi} is measured over the whole run only "
+                                "(the exact latency mixture is not kept per window)")
+            if x.after_event is not None:
+                if x.from_ is not None or x.to is not None:
+                    raise self.fail(at + ["after_event"], "give after_event (+ within) or from / to, not both")
+                if x.after_event >= len(self.s.events):
+                    raise self.fail(at + ["after_event"], f"no such event; the scenario has "
+                                    f"{len(self.s.events)} ([[events]] are counted from 0)")
+            elif x.within is not None:
+                raise self.fail(at + ["within"], "only with after_event (the event the window starts at)")
+            if x.within is not None and x.within <= 0:
+                raise self.fail(at + ["within"], "must be > 0")
+            for key, t in (("from", x.from_), ("to", x.to)):
+                if t is not None:
+                    self.check_time(at + [key], t)
+            if x.from_ is not None and x.to is not None and x.to <= x.from_:
+                raise self.fail(at + ["to"], f"must be after from ({format_duration(x.from_)})")
 
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:

@@ -15,6 +15,7 @@
                         (latency_table.py; defaults and sources in emulator/cluster/latency.py)
     [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
+    [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
 
 Every table forbids unknown keys. Durations are strings like "90m", "2h", "30s", "250ms", or a number of
 seconds. Decoding (msgspec) checks types and ranges; `loader.py` adds the checks that need the whole
@@ -44,6 +45,7 @@ __all__ = [
     "DiurnalPattern",
     "Duration",
     "Event",
+    "Expect",
     "LeaderFailover",
     "MetadataStoreSection",
     "NamespaceSpec",
@@ -480,6 +482,26 @@ def verb_of(event: Any) -> str:
     return type(event).__struct_config__.tag  # type: ignore[no-any-return]
 
 
+# ---------------------------------------------------------------------------------- expectations
+
+
+class Expect(msgspec.Struct, **_T):
+    """What the run must show: one KPI (the roll-up's column name, emulator/observe/kpis.py) within
+    [min, max], over the whole run, over [from, to], or over `within` after events[after_event]."""
+
+    kpi: str
+    min: float | None = None
+    max: float | None = None
+    from_: Offset | None = msgspec.field(default=None, name="from")
+    """Window start (offset from the run start); default the run start."""
+    to: Offset | None = None
+    """Window end; default the run's end."""
+    after_event: NonNegativeInt | None = None
+    """Index into [[events]]: the window starts at that event's time."""
+    within: Duration | None = None
+    """With after_event: the window's length (default: to the run's end)."""
+
+
 # ---------------------------------------------------------------------------------- the file
 
 
@@ -497,6 +519,7 @@ class Scenario(msgspec.Struct, **_T):
     latency: dict[str, Any] = {}
     """Operation latencies by name (checked by latency_table.py: constants or distributions)."""
     events: list[Event] = []
+    expect: list[Expect] = []
 
     @property
     def name(self) -> str:
