@@ -17,6 +17,17 @@
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
     [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
 
+[[expect]] (issue 16, format 5): `kpi` is a KPI name of emulator/observe/kpis.py (the roll-up's
+columns: unloads, bundle_moves, lookups, balance_max_over_mean, msg_rate_max_min_ratio,
+unavailable_topic_seconds, lookup_failures, ..., publish_failed, publish_p9999, ...); `min` and/or `max`;
+a window: `from` / `to` (offsets from the run start; either may be left out), or `after_event` (an index
+into [[events]], counted from 0) with `within` (default: to the run's end). `run` exits 1 if one fails.
+
+Broker lifecycle: `add_brokers` takes `count` (new brokers, numbered above every broker the cluster has
+had) or `brokers` (names: a removed broker comes back under its id, empty); `restart_rolling` takes
+`every` for a fixed cadence (batch k stopped at at + k × every, whatever the drains before it), instead
+of `wait` (after each batch is back).
+
 Every table forbids unknown keys. Durations are strings like "90m", "2h", "30s", "250ms", or a number of
 seconds. Decoding (msgspec) checks types and ranges; `loader.py` adds the checks that need the whole
 file (events within the duration, known namespaces, strategy names, Pulsar keys) and words every error as
