@@ -3,7 +3,8 @@
 The window of an expectation, in emulated offsets from the run start: the whole run; [from, to] (either
 end defaulting to the run's); or, with `after_event`, from that event's time (`at`) for `within` (default:
 to the run's end). A window is clipped to the run: a run cut short (`--duration`, Ctrl-C) measures what it
-ran. The KPI is computed over the window from the run's observations (`kpis.py`); an undefined value
+ran, and an expectation whose window starts after the run's end is skipped (said so, not failed).
+The KPI is computed over the window from the run's observations (`kpis.py`); an undefined value
 (no tick in the window for a ratio, ...) fails the expectation, saying so.
 """
 
@@ -34,6 +35,9 @@ class ExpectResult(msgspec.Struct, frozen=True, kw_only=True):
     end: float
     value: float | None
     passed: bool
+    skipped: bool = False
+    """The window starts at or after the run's end (a run cut short by --duration): not checked, not
+    failed."""
 
 
 def _dur(seconds: float) -> str:
@@ -70,6 +74,10 @@ def evaluate(scenario: Any, timeline: Timeline) -> list[ExpectResult]:
     values = compute(timeline, scopes)
     out = []
     for i, (x, (start, end, text), kpis) in enumerate(zip(scenario.expect, windows, values)):
+        if start >= length and length < scenario.duration:     # the run ended before the window began
+            out.append(ExpectResult(index=i, kpi=x.kpi, min=x.min, max=x.max, window=text, start=start,
+                                    end=end, value=None, passed=True, skipped=True))
+            continue
         value = kpis[x.kpi]
         value = None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
         passed = value is not None and (x.min is None or value >= x.min) and (x.max is None or value <= x.max)
@@ -88,6 +96,9 @@ def format_result(r: ExpectResult) -> str:
     """One line: `expect[0] passed: unloads = 2 (max 3; whole run)` or `expect[1] FAILED: ...`."""
     bounds = "; ".join(part for part in (f"min {_num(r.min)}" if r.min is not None else "",
                                           f"max {_num(r.max)}" if r.max is not None else "") if part)
+    if r.skipped:
+        return (f"expect[{r.index}] skipped: {r.kpi} ({bounds}; {r.window}): the run ended before the "
+                "window began")
     measured = "undefined (nothing measured in the window)" if r.value is None else _num(r.value)
     verdict = "passed" if r.passed else "FAILED"
     return f"expect[{r.index}] {verdict}: {r.kpi} = {measured} ({bounds}; {r.window})"

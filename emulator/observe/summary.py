@@ -258,6 +258,8 @@ def format_summary(s: RunSummary) -> str:
         out.append(f"  wall clock         max lag {s.wall_lag_max:.1f} emulated s behind real time x speed")
     if s.expectations:
         failed = sum(1 for r in s.expectations if not r.passed)
-        out.append(f"  expectations       {len(s.expectations) - failed} passed, {failed} failed")
+        skipped = sum(1 for r in s.expectations if r.skipped)
+        out.append(f"  expectations       {len(s.expectations) - failed - skipped} passed, {failed} failed"
+                   + (f", {skipped} skipped (the run ended before their window)" if skipped else ""))
         out.extend(f"    {format_result(r)}" for r in s.expectations)
     return "\n".join(out)

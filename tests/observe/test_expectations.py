@@ -177,3 +177,13 @@ def test_bad_expectations_are_one_line_exit_2(tmp_path, expect, needle):
     assert f"bad.toml: {needle}" in line and "Traceback" not in p.stderr
     if "unknown KPI" in needle:
         assert all(name in line for name in KPIS)
+
+
+def test_a_run_cut_short_skips_the_windows_it_never_reached(tmp_path):
+    result, _ = _run(WINDOWS, tmp_path, duration=150.0)
+    r = result.expectations
+    assert [x.skipped for x in r] == [False, False, True, False, False]
+    assert r[2].passed and result.expectations_failed == 2   # the whole-run reconnects fail: none by 2.5m
+    assert "expectations       1 passed, 3 failed" not in result.summary_text
+    assert "expect[2] skipped: unavailable_topic_seconds (min 1; 3m after events[0] (remove_brokers at 3m)): " \
+           "the run ended before the window began" in result.summary_text
