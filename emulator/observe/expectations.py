@@ -3,7 +3,8 @@
 The window of an expectation, in emulated offsets from the run start: the whole run; [from, to] (either
 end defaulting to the run's); or, with `after_event`, from that event's time (`at`) for `within` (default:
 to the run's end). A window is clipped to the run: a run cut short (`--duration`, Ctrl-C) measures what it
-ran, and an expectation whose window starts after the run's end is skipped (said so, not failed).
+ran, and an expectation whose window (over the scenario's duration) ends after the run's end is skipped
+(said so, not failed): a run cut short by --duration or a signal checks only the windows it completed.
 The KPI is computed over the window from the run's observations (`kpis.py`); an undefined value
 (no tick in the window for a ratio, ...) fails the expectation, saying so.
 """
@@ -36,8 +37,7 @@ class ExpectResult(msgspec.Struct, frozen=True, kw_only=True):
     value: float | None
     passed: bool
     skipped: bool = False
-    """The window starts at or after the run's end (a run cut short by --duration): not checked, not
-    failed."""
+    """The run was cut short (--duration, a signal) before the window's end: not checked, not failed."""
 
 
 def _dur(seconds: float) -> str:
@@ -69,12 +69,15 @@ def evaluate(scenario: Any, timeline: Timeline) -> list[ExpectResult]:
         return []
     t0, span = timeline.t0, timeline.span
     length = span - t0
+    nominal = float(scenario.duration)
+    cut = length < nominal - 1e-6           # ended early: --duration or a signal
     windows = [_window(x, scenario, length) for x in scenario.expect]
+    full = [_window(x, scenario, nominal)[1] for x in scenario.expect]
     scopes = [Scope(t0 + s, t0 + max(s, e), e >= length) for s, e, _ in windows]
     values = compute(timeline, scopes)
     out = []
     for i, (x, (start, end, text), kpis) in enumerate(zip(scenario.expect, windows, values)):
-        if start >= length and length < scenario.duration:     # the run ended before the window began
+        if cut and full[i] > length + 1e-6:     # the run ended before the window did: not measurable
             out.append(ExpectResult(index=i, kpi=x.kpi, min=x.min, max=x.max, window=text, start=start,
                                     end=end, value=None, passed=True, skipped=True))
             continue
@@ -98,7 +101,7 @@ def format_result(r: ExpectResult) -> str:
                                           f"max {_num(r.max)}" if r.max is not None else "") if part)
     if r.skipped:
         return (f"expect[{r.index}] skipped: {r.kpi} ({bounds}; {r.window}): the run ended before the "
-                "window began")
+                "window did")
     measured = "undefined (nothing measured in the window)" if r.value is None else _num(r.value)
     verdict = "passed" if r.passed else "FAILED"
     return f"expect[{r.index}] {verdict}: {r.kpi} = {measured} ({bounds}; {r.window})"

@@ -260,6 +260,6 @@ def format_summary(s: RunSummary) -> str:
         failed = sum(1 for r in s.expectations if not r.passed)
         skipped = sum(1 for r in s.expectations if r.skipped)
         out.append(f"  expectations       {len(s.expectations) - failed - skipped} passed, {failed} failed"
-                   + (f", {skipped} skipped (the run ended before their window)" if skipped else ""))
+                   + (f", {skipped} skipped (the run ended before their window did)" if skipped else ""))
         out.extend(f"    {format_result(r)}" for r in s.expectations)
     return "\n".join(out)
