@@ -353,7 +353,7 @@ def reduced(name: str) -> Any:
     proportionally smaller minimum offload, so the shedder still moves load)."""
     from emulator.workload import library
     from emulator.workload.resources import BrokerCapacity
-    from emulator.workload.schema import AddBrokers, Offset, RemoveBrokers, RestartRolling
+    from emulator.workload.schema import AddBrokers, Duration, Offset, RemoveBrokers, RestartRolling
 
     s = library.load(name)
     rep = msgspec.structs.replace
@@ -385,8 +385,7 @@ def reduced(name: str) -> Any:
         n = 5
         ns = [rep(s.namespaces[i], bundles=40) for i in range(n)]
         groups = [rep(s.topics[i], count=100) for i in range(n)]
-        events = [RestartRolling(at=Offset(round(60.0 + i * 1.2, 1)), brokers=[f"broker-{i + 1}"],
-                                 mode="graceful") for i in range(10)]
+        events = [RestartRolling(at=Offset(60.0), every=Duration(1.2), mode="graceful")]
         return rep(s, scenario=info(5), cluster=rep(s.cluster, brokers=10), namespaces=ns, topics=groups,
                    clients=rep(s.clients, count=10, connect_over=10.0), events=events)
     if name == "pulsar3-rolling-restart":

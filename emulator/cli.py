@@ -8,8 +8,9 @@
 
 Bad input (flags, scenario files, broker.conf) gets one line on stderr naming the file or flag, the key
 and the value, and exit code 2; never a traceback. A run stopped with Ctrl-C (or SIGTERM) prints the
-summary so far and exits 130 (143). A run ends with 0, or 1 when an invariant was violated, or 3 when an
-actor crashed (an emulator bug: logged with its traceback, listed at the top of the summary).
+summary so far and exits 130 (143). A run ends with 0, or 1 when an invariant was violated or one of the
+scenario's [[expect]] tables failed (each printed as a line of the summary), or 3 when an actor crashed
+(an emulator bug: logged with its traceback, listed at the top of the summary; 3 wins over 1).
 """
 
 from __future__ import annotations
@@ -218,7 +219,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"pulsar-lb-emulator: {len(result.actor_failures)} actor failure(s): an emulator "
                          "bug, please report it with the log\n")
         return EXIT_EMULATOR_BUG
-    return 1 if result.violations else 0
+    if result.expectations_failed:
+        sys.stderr.write(f"pulsar-lb-emulator: {result.expectations_failed} of {len(result.expectations)} "
+                         "scenario expectation(s) failed\n")
+    return 1 if result.violations or result.expectations_failed else 0
 
 
 # --------------------------------------------------------------------------- scenarios, monitor

@@ -61,6 +61,11 @@ class RunResult(msgspec.Struct, kw_only=True):
     interrupted: str | None = None             # "SIGINT" / "SIGTERM" when cut short
     violations: list[str] = []
     actor_failures: list[str] = []             # emulator bugs: "actor at t: error"; exit code 3
+    expectations: list[Any] = []               # ExpectResult per [[expect]]; a failed one: exit code 1
+
+    @property
+    def expectations_failed(self) -> int:
+        return sum(1 for r in self.expectations if not r.passed)
 
 
 class RunError(ValueError):
@@ -121,6 +126,19 @@ def load_scenario(name_or_path: str) -> Any:
         return load(name_or_path)
     except ScenarioError as e:
         raise RunError(str(e)) from None
+
+
+def scenario_text(name_or_path: str) -> str | None:
+    """The scenario's TOML text as run (a file's, or a built-in's), for run.json: a recording then
+    holds what it ran."""
+    from emulator.workload import library
+
+    try:
+        if name_or_path in library.names() and not Path(name_or_path).is_file():
+            return library.source(name_or_path)
+        return Path(name_or_path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 def make_clock(opts: RunOptions) -> Clock:
@@ -192,6 +210,8 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.cluster.cluster import Cluster
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
+    from emulator.observe.expectations import evaluate
+    from emulator.observe.timeline import LiveTimeline
     from emulator.observe.monitor import broker_rows, format_broker_table
     from emulator.observe.publish import publish_accounting
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
@@ -223,6 +243,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             "scenario": getattr(scenario, "name", opts.scenario),
             "scenario_file": opts.scenario if opts.scenario.endswith(".toml") else None,
             "seed": seed,
+            "scenario_text": scenario_text(opts.scenario),
             "config": {k: str(v) for k, v in cluster.conf.to_properties().items()},
             "placement": cluster.conf.load_balancer_load_placement_strategy,
             "shedder": cluster.conf.load_balancer_load_shedding_strategy,
@@ -236,8 +257,13 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             if opts.metrics_port is not None or record_path is not None:
                 out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
                 out.flush()
+            # the observations [[expect]] is checked on, sampled as the recorder samples
+            timeline = (LiveTimeline(cluster, obs.metrics, interval=opts.record_interval, t0=run.t0)
+                        if getattr(scenario, "expect", None) else None)
             async with anyio.create_task_group() as tg:
                 done = anyio.Event()
+                if timeline is not None:
+                    tg.start_soon(timeline.run)
 
                 async def watch_signals() -> None:
                     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -284,6 +310,13 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                 err.write("\n")
             summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
                                 seed=seed, event_errors=list(run.workload.errors))
+            expectations = []
+            if timeline is not None:
+                timeline.finish()
+                expectations = evaluate(scenario, timeline)
+                summary = msgspec.structs.replace(summary, expectations=expectations)
+                if obs.recorder is not None:    # written into run.json when the recording closes
+                    obs.recorder.info["expectations"] = msgspec.to_builtins(expectations)
             checker = getattr(cluster, "invariants", None)
             violations = [str(v) for v in checker.violations] if checker is not None else []
             actor_failures = [f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures]
@@ -295,7 +328,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                      wall_seconds=time.perf_counter() - started_wall, emulated_seconds=emulated,
                      record_path=str(record_path) if record_path else None, url=url,
                      interrupted=interrupted[0] if interrupted else None, violations=violations,
-                     actor_failures=actor_failures)
+                     actor_failures=actor_failures, expectations=expectations)
 
 
 def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = None) -> RunResult:

@@ -12,6 +12,7 @@
   raised, when it did;
 * publish latency P50 / P99 / P99.9 / P99.99 and failed sends, for the cluster and the topics with the
   highest P99.99 (`emulator.observe.publish`, when the cluster has publish accounting);
+* the scenario's expectations, one line each, when it has [[expect]] tables;
 * final balance over the live brokers: max, min and standard deviation of the broker max usage as the
   load manager weighs it (percent), and the max/min ratio of their message rates (in + out).
 
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from emulator.cluster.events import ClusterEvents, Event
+from emulator.observe.expectations import ExpectResult, format_result
 from emulator.observe.publish import PublishLine, format_publish, summary_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,6 +141,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     """The topics with the highest P99.99."""
     wall_lag_max: float | None = None
     """--clock wall: the most emulated seconds the run fell behind real time x speed (None: virtual)."""
+    expectations: list[ExpectResult] = []
+    """The scenario's [[expect]] checked at the end (emulator.observe.expectations)."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -252,4 +256,10 @@ def format_summary(s: RunSummary) -> str:
                    f"shedder {s.shedding_failures} times (cycles skipped)")
     if s.wall_lag_max is not None:   # wall time, not the seed's: the one line that differs by clock
         out.append(f"  wall clock         max lag {s.wall_lag_max:.1f} emulated s behind real time x speed")
+    if s.expectations:
+        failed = sum(1 for r in s.expectations if not r.passed)
+        skipped = sum(1 for r in s.expectations if r.skipped)
+        out.append(f"  expectations       {len(s.expectations) - failed - skipped} passed, {failed} failed"
+                   + (f", {skipped} skipped (the run ended before their window did)" if skipped else ""))
+        out.extend(f"    {format_result(r)}" for r in s.expectations)
     return "\n".join(out)

@@ -9,6 +9,9 @@ Choices where Pulsar has no single answer:
 * `remove_brokers` with `count` picks the highest-numbered live brokers by default (a StatefulSet
   scale-down), or the first, random, most- or least-loaded (by owned bundles) ones.
 * `restart_rolling` restarts brokers in name order; the leader takes its turn like any other broker.
+  With `every`, on a fixed cadence: a batch that fails (its broker is gone) fails the event, but the
+  other batches still run at their times.
+* `add_brokers` with `brokers` names brings those brokers back (a removed broker, same id and host).
 * a restarted broker keeps its capacity and its noise stream (same host).
 """
 
@@ -95,8 +98,20 @@ def _next_hosts(cluster: "Cluster", count: int) -> list[str]:
 
 
 async def add_brokers(cluster: "Cluster", w: "Workload", ev: AddBrokers) -> None:
-    hosts = _next_hosts(cluster, ev.count)
-    ids = [broker_id(h) for h in hosts]
+    """New brokers, or named ones brought back: a named broker that was removed starts again under
+    its id on the same host (its capacity and noise stream kept), as a restarted pod does; it owns
+    nothing until the leader assigns it bundles (Pulsar: a registering broker acquires no bundle by
+    itself, ModularLoadManagerImpl only places bundles on lookups and after unloads)."""
+    if ev.brokers:
+        ids = [broker_id(b) for b in ev.brokers]
+        running = [b for b in ids if b in cluster.live_brokers()]
+        if running:
+            raise ValueError(f"add_brokers: broker {running[0]} is running; only a stopped or new "
+                             "broker can be added")
+        hosts = [host_of(b) for b in ids]
+    else:
+        hosts = _next_hosts(cluster, ev.count or 1)
+        ids = [broker_id(h) for h in hosts]
     _emit(cluster, ev, brokers=ids)
     changes = {k: getattr(ev, k) for k in ("cores", "nic_gbps", "heap_mb", "direct_mb")}
     if any(v is not None for v in changes.values()):
@@ -138,18 +153,43 @@ async def remove_brokers(cluster: "Cluster", w: "Workload", ev: RemoveBrokers) -
 async def restart_rolling(cluster: "Cluster", w: "Workload", ev: RestartRolling) -> None:
     targets = sorted(_live_or_all(cluster, ev.brokers), key=_natural)
     _emit(cluster, ev, brokers=targets)
-    for i in range(0, len(targets), ev.batch):
-        batch = targets[i:i + ev.batch]
-        if i:
+    batches = [targets[i:i + ev.batch] for i in range(0, len(targets), ev.batch)]
+    if ev.every is not None:
+        # fixed cadence: batch k goes down at at + k * every, each restart in its own task
+        start = cluster.system.clock.now()
+        errors: list[Exception] = []
+
+        async def one(batch: list[str]) -> None:
+            try:
+                await _restart_batch(cluster, batch, ev)
+            except Exception as e:  # noqa: BLE001 - the others go on; the first error fails the event
+                errors.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for k, batch in enumerate(batches):
+                delay = start + k * ev.every - cluster.system.clock.now()
+                if delay > 0:
+                    await anyio.sleep(delay)
+                tg.start_soon(one, batch)
+        if errors:
+            raise errors[0]
+        return
+    for k, batch in enumerate(batches):
+        if k:
             await anyio.sleep(ev.wait)
-        async with anyio.create_task_group() as tg:
-            for b in batch:
-                tg.start_soon(cluster.stop_broker, b, ev.mode)
-        if ev.down:
-            await anyio.sleep(ev.down)
-        async with anyio.create_task_group() as tg:
-            for b in batch:
-                tg.start_soon(_start_broker, cluster, host_of(b))
+        await _restart_batch(cluster, batch, ev)
+
+
+async def _restart_batch(cluster: "Cluster", batch: list[str], ev: RestartRolling) -> None:
+    """Stop the batch, stay down `down`, start it again on the same hosts."""
+    async with anyio.create_task_group() as tg:
+        for b in batch:
+            tg.start_soon(cluster.stop_broker, b, ev.mode)
+    if ev.down:
+        await anyio.sleep(ev.down)
+    async with anyio.create_task_group() as tg:
+        for b in batch:
+            tg.start_soon(_start_broker, cluster, host_of(b))
 
 
 async def leader_failover(cluster: "Cluster", w: "Workload", ev: LeaderFailover) -> None:

@@ -70,10 +70,11 @@ def check_sizes(scenario: Any, fail: Fail) -> None:
             if isinstance(value, int) and value > MAX_BROKERS:
                 raise fail(["events", i, key], _over(MAX_BROKERS, "brokers"), value)
         if type(e).__name__ == "AddBrokers":
-            brokers += e.count
+            added = e.count if e.count is not None else (0 if e.brokers else 1)  # named: back, not new
+            brokers += added
             if brokers > MAX_BROKERS:
                 raise fail(["events", i, "count"], f"brings the cluster to {brokers:,} brokers; "
-                           + _over(MAX_BROKERS, "brokers"), e.count)
+                           + _over(MAX_BROKERS, "brokers"), added)
     default_bundles = _default_bundles(s)
     bundles = 0
     for i, ns in enumerate(s.namespaces):

@@ -36,6 +36,7 @@ from .schema import (
     NoisePattern,
     RampPattern,
     RemoveBrokers,
+    RestartRolling,
     Scenario,
     SessionExpire,
     SetConfig,
@@ -203,7 +204,12 @@ def _pick_tagged(tp: Any, raw: Any) -> Any:
 
 
 def _fields(tp: Any) -> dict[str, Any]:
-    return typing.get_type_hints(tp, include_extras=True)
+    """A Struct's fields by their names in the file (`from` for `from_`), with their types."""
+    hints = typing.get_type_hints(tp, include_extras=True)
+    encoded = getattr(tp, "__struct_encode_fields__", None)
+    if encoded:
+        return {name: hints[f] for f, name in zip(tp.__struct_fields__, encoded)}
+    return hints
 
 
 def _type_at(root: Any, segs: list[Seg], raw: Any) -> Any:
@@ -333,6 +339,7 @@ class _Checker:
         self.check_brokers()
         self.check_initial()
         self.check_events()
+        self.check_expectations()
         self.check_latency()
 
     def check_latency(self) -> None:
@@ -486,7 +493,10 @@ class _Checker:
 
     def check_brokers(self) -> None:
         self.check_broker_names()
-        total = self.s.cluster.broker_count + sum(e.count for e in self.s.events if isinstance(e, AddBrokers))
+        total = self.s.cluster.broker_count
+        for e in sorted(self.s.events, key=lambda e: e.at):
+            if isinstance(e, AddBrokers):
+                total = _known_after(e, total)
         for key in self.s.cluster.overrides:
             self.broker_index(["cluster", "overrides", key], key, total, value=key)
 
@@ -623,9 +633,16 @@ class _Checker:
             at: list[Seg] = ["events", i]
             self.check_time(at + ["at"], e.at)
             if isinstance(e, AddBrokers):
-                known += e.count
+                self.check_add_brokers(at, e)
+                known = _known_after(e, known)
             for j, name in enumerate(getattr(e, "brokers", None) or []):
                 self.broker_index(at + ["brokers", j], name, known)
+            if isinstance(e, RestartRolling) and e.every is not None:
+                if e.every <= 0:
+                    raise self.fail(at + ["every"], "must be > 0 (the time between two batches)")
+                if isinstance(_raw_at(self.raw, at), dict) and "wait" in _raw_at(self.raw, at):
+                    raise self.fail(at + ["wait"], "give wait (after each batch is back) or every "
+                                    "(a fixed cadence), not both")
             if isinstance(e, RemoveBrokers):
                 if bool(e.brokers) == (e.count is not None):
                     raise self.fail(at, "give brokers = [...] or count = N (one of them)",
@@ -659,6 +676,52 @@ class _Checker:
             if isinstance(select, TopicSelector):
                 self.check_selector(at + ["select"], select)
 
+    def check_add_brokers(self, at: list[Seg], e: AddBrokers) -> None:
+        if e.brokers and e.count is not None and e.count != len(e.brokers):
+            raise self.fail(at + ["count"], f"{len(e.brokers)} brokers are named; give count = N or "
+                            "brokers = [...], not both")
+        seen: set[int] = set()
+        for j, name in enumerate(e.brokers):
+            k = self.broker_index(at + ["brokers", j], name, _known_after(e, 0))
+            if k in seen:
+                raise self.fail(at + ["brokers", j], "named twice")
+            seen.add(k)
+
+    # --- expectations
+
+    def check_expectations(self) -> None:
+        """[[expect]]: a known KPI, a bound, a window inside the run (format 5 of issue 16)."""
+        from emulator.observe.kpis import KPIS, WHOLE_RUN_ONLY
+
+        for i, x in enumerate(self.s.expect):
+            at: list[Seg] = ["expect", i]
+            if x.kpi not in KPIS:
+                raise self.fail(at + ["kpi"], "unknown KPI; known: " + ", ".join(KPIS))
+            if x.min is None and x.max is None:
+                raise self.fail(at, "give min, max or both", _raw_at(self.raw, at))
+            if x.min is not None and x.max is not None and x.min > x.max:
+                raise self.fail(at + ["min"], f"greater than max ({x.max:g})")
+            windowed = [k for k in ("from", "to", "after_event", "within")
+                        if k in (_raw_at(self.raw, at) or {})]
+            if windowed and x.kpi in WHOLE_RUN_ONLY:
+                raise self.fail(at + [windowed[0]], f"{x.kpi} is measured over the whole run only "
+                                "(the exact latency mixture is not kept per window)")
+            if x.after_event is not None:
+                if x.from_ is not None or x.to is not None:
+                    raise self.fail(at + ["after_event"], "give after_event (+ within) or from / to, not both")
+                if x.after_event >= len(self.s.events):
+                    raise self.fail(at + ["after_event"], f"no such event; the scenario has "
+                                    f"{len(self.s.events)} ([[events]] are counted from 0)")
+            elif x.within is not None:
+                raise self.fail(at + ["within"], "only with after_event (the event the window starts at)")
+            if x.within is not None and x.within <= 0:
+                raise self.fail(at + ["within"], "must be > 0")
+            for key, t in (("from", x.from_), ("to", x.to)):
+                if t is not None:
+                    self.check_time(at + [key], t)
+            if x.from_ is not None and x.to is not None and x.to <= x.from_:
+                raise self.fail(at + ["to"], f"must be after from ({format_duration(x.from_)})")
+
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
             raise self.fail(at + ["namespace"], self._namespace_hint())
@@ -681,6 +744,14 @@ def _listed(ids: list[str], most: int = 8) -> str:
     if len(ids) <= most:
         return ", ".join(ids)
     return ", ".join(ids[:most - 1]) + f", ... ({len(ids)} brokers)"
+
+
+def _known_after(e: AddBrokers, known: int) -> int:
+    """The highest broker number after an add_brokers: new ones are numbered above the highest; named
+    ones may bring back a removed broker or name a new one."""
+    if e.brokers:
+        return max([known, *(int(m.group(1)) for n in e.brokers if (m := _BROKER.match(n)))])
+    return known + (e.count or 1)
 
 
 def _config_reason(message: str, key: str) -> str:

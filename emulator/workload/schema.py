@@ -16,6 +16,18 @@
     [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
+    [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
+
+[[expect]] (issue 16, format 5): `kpi` is a KPI name of emulator/observe/kpis.py (the roll-up's
+columns: unloads, bundle_moves, lookups, balance_max_over_mean, msg_rate_max_min_ratio,
+unavailable_topic_seconds, lookup_failures, ..., publish_failed, publish_p9999, ...); `min` and/or `max`;
+a window: `from` / `to` (offsets from the run start; either may be left out), or `after_event` (an index
+into [[events]], counted from 0) with `within` (default: to the run's end). `run` exits 1 if one fails.
+
+Broker lifecycle: `add_brokers` takes `count` (new brokers, numbered above every broker the cluster has
+had) or `brokers` (names: a removed broker comes back under its id, empty); `restart_rolling` takes
+`every` for a fixed cadence (batch k stopped at at + k × every, whatever the drains before it), instead
+of `wait` (after each batch is back).
 
 `[cluster] brokers` is a count (broker-1..broker-N) or a list of names as Pulsar writes broker ids,
 `brokers = ["broker-a:8080", "broker-b:8080"]` (a name without a port gets :8080).
@@ -72,6 +84,7 @@ __all__ = [
     "DiurnalPattern",
     "Duration",
     "Event",
+    "Expect",
     "InitialNamespace",
     "InitialSection",
     "LeaderFailover",
@@ -408,10 +421,15 @@ class InitialSection(msgspec.Struct, **_T):
 
 
 class AddBrokers(msgspec.Struct, tag_field="do", tag="add_brokers", **_T):
-    """Start `count` new brokers (named broker-<N+1>, ...), optionally with their own capacity."""
+    """Start `count` new brokers (named broker-<N+1>, ... above every broker the cluster has had), or
+    the `brokers` named: a removed one comes back under its id as a restarted host does (empty: it
+    registers /loadbalance/brokers/<id> again and owns nothing until the leader assigns it bundles;
+    same capacity unless given here). Optionally with their own capacity."""
 
     at: Offset
-    count: Count = 1
+    count: Count | None = None
+    """Default 1 when no `brokers` are named."""
+    brokers: list[str] = []
     cores: Positive | None = None
     nic_gbps: Positive | None = None
     heap_mb: Positive | None = None
@@ -431,7 +449,10 @@ class RemoveBrokers(msgspec.Struct, tag_field="do", tag="remove_brokers", **_T):
 
 
 class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T):
-    """Restart brokers `batch` at a time (stop, stay down `down`, start), waiting `wait` between batches.
+    """Restart brokers `batch` at a time (stop, stay down `down`, start), waiting `wait` between batches
+    (after one batch is back, the next is stopped), or, with `every`, on a fixed cadence: batch k is
+    stopped at `at + k × every` whatever the state of the ones before (still draining, down, back), as
+    a rollout with a fixed interval does ("restart 100 brokers within 2 minutes": every = "1.2s").
 
     With mode = "kill", give `down` at least the metadata session timeout: like a real broker, one
     started again while its old session still holds /loadbalance/brokers/<id> cannot register
@@ -442,6 +463,9 @@ class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T
     """Default: every live broker, in name order."""
     batch: Count = 1
     wait: Duration = Duration(60.0)
+    """Between one batch back up and the next stopped (not with `every`)."""
+    every: Duration | None = None
+    """Fixed cadence: one batch stopped every this long, > 0."""
     down: Duration = Duration(0.0)
     mode: StopMode = "graceful"
 
@@ -557,6 +581,26 @@ def verb_of(event: Any) -> str:
     return type(event).__struct_config__.tag  # type: ignore[no-any-return]
 
 
+# ---------------------------------------------------------------------------------- expectations
+
+
+class Expect(msgspec.Struct, **_T):
+    """What the run must show: one KPI (the roll-up's column name, emulator/observe/kpis.py) within
+    [min, max], over the whole run, over [from, to], or over `within` after events[after_event]."""
+
+    kpi: str
+    min: float | None = None
+    max: float | None = None
+    from_: Offset | None = msgspec.field(default=None, name="from")
+    """Window start (offset from the run start); default the run start."""
+    to: Offset | None = None
+    """Window end; default the run's end."""
+    after_event: NonNegativeInt | None = None
+    """Index into [[events]]: the window starts at that event's time."""
+    within: Duration | None = None
+    """With after_event: the window's length (default: to the run's end)."""
+
+
 # ---------------------------------------------------------------------------------- the file
 
 
@@ -575,6 +619,7 @@ class Scenario(msgspec.Struct, **_T):
     """Operation latencies by name (checked by latency_table.py: constants or distributions)."""
     initial: InitialSection | None = None
     events: list[Event] = []
+    expect: list[Expect] = []
 
     @property
     def name(self) -> str:

@@ -88,7 +88,7 @@ select = { hottest = 1 }
      "restart_rolling, leader_failover, session_expire, set_capacity, background_load, set_config, unload, "
      "split, spike, ramp, set_rate, scale_rate"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"add_brokers\"\nkount = 3\n",
-     "scenario.toml: events[0].kount = 3: unknown key; expected one of: do, at, count, cores, nic_gbps, "
+     "scenario.toml: events[0].kount = 3: unknown key; expected one of: do, at, count, brokers, cores, nic_gbps, "
      "heap_mb, direct_mb"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"remove_brokers\"\n",
      "scenario.toml: events[0] = { at = 5m, do = remove_brokers }: give brokers = [...] or count = N "

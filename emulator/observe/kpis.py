@@ -1,0 +1,327 @@
+"""KPIs of one run over any window of emulated time, from its time-stamped observations (`timeline.py`).
+
+One registry, `KPIS`: the roll-up's KPI columns by the same names and with the same definitions
+(emulator/pipeline/rollup.py's docstring; tests/pipeline/reference.py recomputes both), computed in
+plain Python for a scope [start, end] instead of the roll-up's fixed windows, plus the publish KPIs.
+A KPI over a window is computed from what was observed inside it, never from end totals:
+
+* balance and overload figures from the sample ticks in the window (overload time cut at its end);
+* unloads, splits and repeat unloads from the decision log records in it (a repeat looks back over the
+  whole run, as the roll-up's does);
+* counters (bundle_moves, lookups, lookup_redirects, lookup_failures, publish_messages,
+  publish_failed) as the sum of their increases at the samples in the window (a drop is a reset);
+* reconnects and unavailable topic-seconds from the outage intervals, cut to the window;
+* time to balance of the scenario events in the window (the hold may run past its end).
+
+A row at time t is in the scope when start <= t < end, or t == end when end is the run's end (as the
+roll-up's last window). `publish_p50` ... `publish_p9999` are the quantiles of the exact latency
+mixture over the whole run (PublishAccounting keeps no per-window mixture): whole-run only.
+
+Undefined values (a ratio over no tick, a percentile of nothing) are None.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+from .timeline import COUNTERS, RATE, THROUGHPUT, USAGE, Timeline
+
+__all__ = ["BALANCE_BOUND", "BALANCE_MINUTES", "KPIS", "WHOLE_RUN_ONLY", "Kpi", "Scope", "compute"]
+
+BALANCE_BOUND = 10.0
+"""Time to balance: usage range below this many percentage points (the roll-up's --balance-bound)."""
+BALANCE_MINUTES = 5.0
+"""... held this many minutes (the roll-up's --balance-minutes)."""
+
+
+class Kpi(msgspec.Struct, frozen=True):
+    name: str
+    doc: str
+
+
+def _k(name: str, doc: str) -> Kpi:
+    return Kpi(name, doc)
+
+
+_REGISTRY = (
+    _k("balance_max_over_mean", "mean over ticks of max/mean broker usage"),
+    _k("balance_range", "mean over ticks of max - min broker usage, percentage points"),
+    _k("balance_range_max", "largest max - min broker usage at a tick, percentage points"),
+    _k("balance_std", "mean over ticks of the population std of broker usage"),
+    _k("balance_cv", "mean over ticks of std/mean broker usage"),
+    _k("msg_rate_max_min_ratio", "mean over ticks of max/min broker msg rate (in + out)"),
+    _k("throughput_max_min_ratio", "mean over ticks of max/min broker throughput (in + out)"),
+    _k("overloaded_broker_seconds", "broker-seconds at or above the overload threshold"),
+    _k("overloaded_seconds_max", "the most overloaded seconds of one broker"),
+    _k("overloaded_brokers", "brokers overloaded at some tick"),
+    _k("unloads", "the shedder's unloads (decision log)"),
+    _k("unloads_per_hour", "unloads per hour of the window"),
+    _k("repeat_unloads", "unloads of a bundle unloaded within the grace period before"),
+    _k("splits", "bundle splits"),
+    _k("splits_per_hour", "splits per hour of the window"),
+    _k("bundle_moves", "bundles that became owned by another broker"),
+    _k("lookups", "lookups answered with an owner (broker counters)"),
+    _k("lookup_redirects", "lookups answered with a redirect"),
+    _k("lookup_failures", "lookups that failed"),
+    _k("reconnects", "client handles reconnected"),
+    _k("reconnect_latency_mean", "mean seconds from disconnect to reconnect"),
+    _k("reconnect_latency_p50", "median reconnect latency, s"),
+    _k("reconnect_latency_p99", "P99 reconnect latency, s"),
+    _k("reconnect_latency_max", "longest reconnect latency, s"),
+    _k("unavailable_topics", "topics with an outage"),
+    _k("unavailable_topic_seconds", "topic-seconds with at least one handle down"),
+    _k("unavailable_topic_seconds_p50", "median outage seconds over topics with one"),
+    _k("unavailable_topic_seconds_p99", "P99 outage seconds over topics with one"),
+    _k("unavailable_topic_seconds_max", "longest outage of a topic, s"),
+    _k("scenario_events", "scenario events"),
+    _k("time_to_balance_mean", "mean seconds from a scenario event to a balanced cluster"),
+    _k("time_to_balance_max", "most seconds from a scenario event to a balanced cluster"),
+    _k("events_never_balanced", "scenario events after which the cluster never balanced"),
+    _k("thrashing_tdtv_pct", "mean over brokers of the usage's thrashing (asim tdtv, percent)"),
+    _k("thrashing_tdtv", "sum over brokers of the usage's thrashing, percentage points"),
+    _k("publish_messages", "messages acknowledged"),
+    _k("publish_failed", "failed sends (send timeout, queue full, producer closed)"),
+    _k("publish_p50", "publish latency P50 over the whole run, s"),
+    _k("publish_p99", "publish latency P99 over the whole run, s"),
+    _k("publish_p999", "publish latency P99.9 over the whole run, s"),
+    _k("publish_p9999", "publish latency P99.99 over the whole run, s"),
+)
+KPIS: dict[str, Kpi] = {k.name: k for k in _REGISTRY}
+WHOLE_RUN_ONLY = frozenset({"publish_p50", "publish_p99", "publish_p999", "publish_p9999"})
+
+
+class Scope(msgspec.Struct, frozen=True):
+    """[start, end] in emulated seconds (absolute clock times); `last`: end is the run's end, so a row
+    at exactly `end` is inside."""
+
+    start: float
+    end: float
+    last: bool
+
+    def holds(self, t: float) -> bool:
+        return self.start <= t < self.end or (self.last and t == self.end)
+
+
+def _pct(values: list[float], p: float) -> float | None:
+    """Exact percentile, linear between closest ranks (Spark's `percentile`)."""
+    xs = sorted(values)
+    if not xs:
+        return None
+    pos = p * (len(xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] if lo == hi else (hi - pos) * xs[lo] + (pos - lo) * xs[hi]
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _tdtv(up: float, down: float) -> float:
+    lo, hi = min(up, down), max(up, down)
+    if lo == 0:
+        return 0.0
+    a = (lo / hi) ** 0.8
+    return a * (up + down) + (1 - a) * lo
+
+
+class _Facts:
+    """What every scope reads, derived once from a timeline: ticks, usage per broker, outage islands."""
+
+    def __init__(self, tl: Timeline, bound: float, minutes: float) -> None:
+        self.tl = tl
+        self.span = tl.span
+        usage: dict[tuple[float, str], float] = {}
+        rate: dict[tuple[float, str], float] = {}
+        tput: dict[tuple[float, str], float] = {}
+        counters: dict[tuple[str, Any], list[tuple[float, float]]] = {}
+        counter_kpi = {v: k for k, v in COUNTERS.items()}
+        for t, name, labels, value in tl.samples:
+            if name in counter_kpi:
+                counters.setdefault((counter_kpi[name], labels), []).append((t, value))
+                continue
+            broker = dict(labels).get("broker")
+            if broker is None:
+                continue
+            key = (t, broker)
+            if name == USAGE:
+                usage[key] = max(usage.get(key, -math.inf), value)
+            elif name in RATE:
+                rate[key] = rate.get(key, 0.0) + value
+            elif name in THROUGHPUT:
+                tput[key] = tput.get(key, 0.0) + value
+        self.usage = usage
+        self.ticks = sorted({t for t, _ in usage})
+        by_tick: dict[float, list[float]] = {}
+        for (t, _), v in usage.items():
+            by_tick.setdefault(t, []).append(v)
+        rate_by: dict[float, list[float]] = {}
+        for (t, _), v in rate.items():
+            rate_by.setdefault(t, []).append(v)
+        tput_by: dict[float, list[float]] = {}
+        for (t, _), v in tput.items():
+            tput_by.setdefault(t, []).append(v)
+        self.rows: dict[float, dict[str, Any]] = {}
+        for t in self.ticks:
+            vals = by_tick[t]
+            mean = math.fsum(vals) / len(vals)
+            std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
+            row: dict[str, Any] = {"range": max(vals) - min(vals), "mom": max(vals) / mean if mean > 0 else None,
+                                   "std": std, "cv": std / mean if mean > 0 else None}
+            for name, table in (("rate", rate_by), ("tput", tput_by)):
+                xs = table.get(t, [])
+                row[name] = max(xs) / min(xs) if xs and min(xs) > 0 else None
+            self.rows[t] = row
+        self.next_tick = {t: (self.ticks[i + 1] if i + 1 < len(self.ticks) else self.span)
+                          for i, t in enumerate(self.ticks)}
+        # counters: each sample's increase (the first sample counts whole, a drop is a reset)
+        self.increases: list[tuple[float, str, float]] = []
+        for (kpi, _), pts in counters.items():
+            prev: float | None = None
+            for t, v in sorted(pts):
+                self.increases.append((t, kpi, v if prev is None or v < prev else v - prev))
+                prev = v
+        # unloads with their repeat flag (looking back over the whole run)
+        grace = 60.0 * tl.setting("loadBalancerSheddingGracePeriodMinutes", 30.0)
+        last: dict[str, float] = {}
+        self.unloads: list[tuple[float, bool]] = []
+        for d in sorted((d for d in tl.decisions if d["decision"] == "unload"), key=lambda d: d["t"]):
+            repeat = d.get("bundle") in last and d["t"] - last[d["bundle"]] <= grace
+            last[d.get("bundle")] = d["t"]
+            self.unloads.append((d["t"], repeat))
+        self.splits = [d["t"] for d in tl.decisions if d["decision"] == "split" and d.get("ok") is not False]
+        self.threshold = tl.setting("loadBalancerBrokerOverloadedThresholdPercentage", 85.0)
+        self._outages()
+        self._balance_times(bound, minutes)
+
+    def _outages(self) -> None:
+        events = self.tl.events
+        self.reconnects = [e for e in events if e["kind"] == "handle_reconnected" and e.get("unavailable") is not None]
+        intervals: dict[str, list[tuple[float, float]]] = {}
+        for e in self.reconnects:
+            intervals.setdefault(e["topic"], []).append((e["t"] - e["unavailable"], e["t"]))
+        downs: dict[tuple, float] = {}
+        ups: dict[tuple, float] = {}
+        for e in events:
+            key = (e.get("client"), None if e.get("handle") is None else str(e["handle"]), e.get("topic"))
+            if e["kind"] == "handle_disconnected":
+                downs[key] = max(downs.get(key, -math.inf), e["t"])
+            elif e["kind"] == "handle_reconnected":
+                ups[key] = max(ups.get(key, -math.inf), e["t"])
+        for key, d in downs.items():
+            if key not in ups or ups[key] < d:
+                intervals.setdefault(key[2], []).append((d, max(d, self.span)))
+        self.islands: dict[str, list[list[float]]] = {}
+        for topic, ivs in intervals.items():
+            if topic is None:
+                continue
+            merged: list[list[float]] = []
+            for a, b in sorted(ivs):
+                if merged and a <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], b)
+                else:
+                    merged.append([a, b])
+            self.islands[topic] = merged
+
+    def _balance_times(self, bound: float, minutes: float) -> None:
+        hold = 60.0 * minutes
+        ticks = self.ticks
+        last_tick = ticks[-1] if ticks else None
+        bad = [t for t in ticks if self.rows[t]["range"] >= bound]
+
+        def qualifies(t: float) -> bool:
+            if last_tick is None or last_tick < t + hold:
+                return False
+            return not any(t <= x <= t + hold for x in bad)
+
+        self.balance: list[tuple[float, float | None]] = []   # (event time, time to balance)
+        for e in sorted((e for e in self.tl.events if e["kind"] == "scenario_event"), key=lambda e: e["t"]):
+            at = next((t for t in ticks if t >= e["t"] and qualifies(t)), None)
+            self.balance.append((e["t"], None if at is None else at - e["t"]))
+
+    # ------------------------------------------------------------------ one scope
+
+    def scope(self, s: Scope) -> dict[str, Any]:
+        k: dict[str, Any] = {}
+        ticks = [t for t in self.ticks if s.holds(t)]
+        rows = [self.rows[t] for t in ticks]
+        k["balance_max_over_mean"] = _mean([r["mom"] for r in rows if r["mom"] is not None])
+        k["balance_range"] = _mean([r["range"] for r in rows])
+        k["balance_range_max"] = max((r["range"] for r in rows), default=None)
+        k["balance_std"] = _mean([r["std"] for r in rows])
+        k["balance_cv"] = _mean([r["cv"] for r in rows if r["cv"] is not None])
+        k["msg_rate_max_min_ratio"] = _mean([r["rate"] for r in rows if r["rate"] is not None])
+        k["throughput_max_min_ratio"] = _mean([r["tput"] for r in rows if r["tput"] is not None])
+
+        series: dict[str, list[tuple[float, float]]] = {}
+        for (t, b), u in self.usage.items():
+            if s.holds(t):
+                series.setdefault(b, []).append((t, u))
+        allv = [u for pts in series.values() for _, u in pts]
+        norm = (max(allv) - min(allv)) if allv else 1.0
+        norm = norm or 1.0
+        over: dict[str, float] = {}
+        tdtvs: dict[str, float] = {}
+        for b, pts in series.items():
+            pts.sort()
+            over[b] = math.fsum(max(0.0, min(self.next_tick[t], s.end) - t) for t, u in pts if u >= self.threshold)
+            d = [pts[i][1] - pts[i - 1][1] for i in range(1, len(pts))]
+            tdtvs[b] = _tdtv(math.fsum(x for x in d if x >= 0), math.fsum(-x for x in d if x < 0))
+        k["overloaded_broker_seconds"] = math.fsum(over.values())
+        k["overloaded_seconds_max"] = max(over.values(), default=0.0)
+        k["overloaded_brokers"] = sum(1 for v in over.values() if v > 0)
+        k["thrashing_tdtv_pct"] = _mean([100 * v / norm for v in tdtvs.values()])
+        k["thrashing_tdtv"] = math.fsum(tdtvs.values()) if tdtvs else None
+
+        mine = [rep for t, rep in self.unloads if s.holds(t)]
+        k["unloads"] = len(mine)
+        k["repeat_unloads"] = sum(mine)
+        k["splits"] = sum(1 for t in self.splits if s.holds(t))
+        hours = (s.end - s.start) / 3600.0
+        k["unloads_per_hour"] = k["unloads"] / hours if hours > 0 else None
+        k["splits_per_hour"] = k["splits"] / hours if hours > 0 else None
+
+        for kpi in COUNTERS:
+            k[kpi] = 0.0
+        for t, kpi, inc in self.increases:
+            if s.holds(t):
+                k[kpi] += inc
+
+        lat = [e["unavailable"] for e in self.reconnects if s.holds(e["t"])]
+        k.update(reconnects=len(lat), reconnect_latency_mean=_mean(lat), reconnect_latency_p50=_pct(lat, 0.5),
+                 reconnect_latency_p99=_pct(lat, 0.99), reconnect_latency_max=max(lat, default=None))
+        per_topic = []
+        for merged in self.islands.values():
+            secs = math.fsum(max(0.0, min(b, s.end) - max(a, s.start)) for a, b in merged)
+            if secs > 0:
+                per_topic.append(secs)
+        k.update(unavailable_topics=len(per_topic), unavailable_topic_seconds=math.fsum(per_topic),
+                 unavailable_topic_seconds_p50=_pct(per_topic, 0.5),
+                 unavailable_topic_seconds_p99=_pct(per_topic, 0.99),
+                 unavailable_topic_seconds_max=max(per_topic, default=None))
+
+        events = [ttb for t, ttb in self.balance if s.holds(t)]
+        done = [x for x in events if x is not None]
+        k.update(scenario_events=len(events), time_to_balance_mean=_mean(done),
+                 time_to_balance_max=max(done, default=None),
+                 events_never_balanced=sum(1 for x in events if x is None))
+
+        p = self.tl.publish
+        whole = s.start <= self.tl.t0 and s.last
+        for name, attr in (("publish_p50", "p50"), ("publish_p99", "p99"), ("publish_p999", "p999"),
+                           ("publish_p9999", "p9999")):
+            k[name] = getattr(p, attr) if p is not None and whole else None
+        return k
+
+
+def compute(tl: Timeline, scopes: list[Scope], *, bound: float = BALANCE_BOUND,
+            minutes: float = BALANCE_MINUTES) -> list[dict[str, Any]]:
+    """Every KPI of `KPIS` for each scope, in order."""
+    facts = _Facts(tl, bound, minutes)
+    return [facts.scope(s) for s in scopes]
+
+
+def whole_run(tl: Timeline) -> Scope:
+    return Scope(tl.t0, tl.span, True)

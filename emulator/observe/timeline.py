@@ -1,0 +1,198 @@
+"""A run's time-stamped observations in memory: what the KPIs of `kpis.py` are computed from.
+
+The same facts a recording holds (recorder.py), kept only where a KPI reads them:
+
+* samples: `(t, name, labels, value)` of the metric series the KPIs use (broker usage, message rates
+  and throughput, the lookup and bundle-move counters, publish counts and failures), taken from the
+  metrics registry on the recorder's schedule: once when sampling starts, then on every multiple of
+  `interval`, and a last block at the end; so a timeline and a recording of the same run hold the same
+  sample instants and values;
+* decisions: the decision log's `unload` and `split` records;
+* events: `handle_disconnected` / `handle_reconnected` (outages) and `scenario_event`;
+* publish: the cluster's exact publish-latency line at the end (`PublishLine`), when the cluster has
+  publish accounting.
+
+`LiveTimeline` fills one while a run goes; `Timeline.from_recording` reads a recording folder into one,
+so expectations can be checked on a recording after the fact with the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from emulator.observe.decision_log import DECISION_KINDS, to_builtins
+from emulator.observe.publish import PublishLine
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.cluster.cluster import Cluster
+    from emulator.cluster.events import Event
+    from emulator.observe.metrics import ClusterMetrics
+
+__all__ = ["COUNTERS", "LiveTimeline", "SAMPLED", "Timeline", "USAGE", "RATE", "THROUGHPUT"]
+
+USAGE = "pulsar_lb_emulator_broker_max_usage"
+RATE = ("pulsar_broker_rate_in", "pulsar_broker_rate_out")
+THROUGHPUT = ("pulsar_broker_throughput_in", "pulsar_broker_throughput_out")
+COUNTERS: dict[str, str] = {
+    # KPI name -> sample name (the roll-up's COUNTERS, plus the publish counters)
+    "bundle_moves": "pulsar_lb_emulator_bundle_moves_total",
+    "lookups": "pulsar_broker_lookup_answers_total",
+    "lookup_redirects": "pulsar_broker_lookup_redirects_total",
+    "lookup_failures": "pulsar_broker_lookup_failures_total",
+    "publish_messages": "pulsar_lb_emulator_publish_latency_seconds_count",
+    "publish_failed": "pulsar_lb_emulator_publish_failed_total",
+}
+SAMPLED = frozenset({USAGE, *RATE, *THROUGHPUT, *COUNTERS.values()})
+"""Sample names a timeline keeps (every other series of the registry is dropped)."""
+EVENTS = frozenset({"handle_disconnected", "handle_reconnected", "scenario_event"})
+DECISIONS = frozenset({"unload", "split"})
+
+Labels = tuple[tuple[str, str], ...]
+
+
+class Timeline:
+    """Observations of one run; `t0` is the run start, `end` its last instant (None while running)."""
+
+    def __init__(self, *, t0: float, config: dict[str, str] | None = None) -> None:
+        self.t0 = float(t0)
+        self.end: float | None = None
+        self.config: dict[str, str] = dict(config or {})
+        self.samples: list[tuple[float, str, Labels, float]] = []
+        self.decisions: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.publish: PublishLine | None = None
+
+    @property
+    def span(self) -> float:
+        """The run's end, or the last observed time while it runs."""
+        if self.end is not None:
+            return self.end
+        times = [s[0] for s in self.samples[-1:]] + [d["t"] for d in self.decisions[-1:]] + \
+            [e["t"] for e in self.events[-1:]]
+        return max(times, default=self.t0)
+
+    def setting(self, key: str, default: float) -> float:
+        """A numeric ServiceConfig key as the run had it (run.json's `config`)."""
+        try:
+            return float(self.config.get(key, default))
+        except (TypeError, ValueError):
+            return default
+
+    # ------------------------------------------------------------------ adding
+
+    def add_sample(self, t: float, name: str, labels: dict[str, str], value: float) -> None:
+        if name in SAMPLED:
+            self.samples.append((float(t), name, tuple(sorted(labels.items())), float(value)))
+
+    def add_record(self, record: dict[str, Any]) -> None:
+        """A decision-log record or an event line (as in decisions.jsonl / events.jsonl)."""
+        if record.get("decision") in DECISIONS:
+            self.decisions.append(record)
+        elif record.get("kind") in EVENTS:
+            self.events.append(record)
+
+    # ------------------------------------------------------------------ a recording
+
+    @classmethod
+    def from_recording(cls, folder: str | Path) -> "Timeline":
+        """A recording folder (recorder.py) read back: the same observations a live run had."""
+        folder = Path(folder)
+        info = json.loads((folder / "run.json").read_text())
+        tl = cls(t0=float(info.get("emulated_start") or 0.0), config=info.get("config") or {})
+        for line in _lines(folder / "samples.jsonl"):
+            if line.get("name") in SAMPLED:
+                tl.add_sample(line["t"], line["name"], line.get("labels") or {}, line["value"])
+        for line in _lines(folder / "decisions.jsonl"):
+            tl.add_record(line)
+        for line in _lines(folder / "events.jsonl"):
+            tl.add_record(line)
+        for line in _lines(folder / "publish.jsonl"):
+            if line.get("topic") == "":
+                tl.publish = msgspec.convert(line, PublishLine)
+        if info.get("emulated_end") is not None:
+            tl.end = float(info["emulated_end"])
+        else:
+            tl.end = tl.span
+        return tl
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for text in path.read_text().splitlines():
+        if text.strip():
+            try:
+                out.append(json.loads(text))
+            except json.JSONDecodeError:   # a line cut by a kill: the files are whole lines otherwise
+                continue
+    return out
+
+
+class LiveTimeline(Timeline):
+    """A timeline fed by a running cluster: subscribe now, `await run()` in a task, `finish()` at the end.
+
+    Sampling follows `Recorder.run` (a block at start, then on multiples of `interval` emulated seconds)
+    so a recorded run and its timeline agree sample for sample."""
+
+    def __init__(self, cluster: "Cluster", metrics: "ClusterMetrics", *, interval: float = 10.0,
+                 t0: float | None = None) -> None:
+        if not (interval > 0 and math.isfinite(interval)):
+            raise ValueError(f"interval = {interval!r}: must be a finite number of emulated seconds > 0")
+        clock = cluster.system.clock
+        super().__init__(t0=clock.now() if t0 is None else t0, config=cluster.conf.to_properties())
+        self.cluster = cluster
+        self.metrics = metrics
+        self.interval = float(interval)
+        self._clock = clock
+        self._last_sample_t: float | None = None
+        self._unsubscribe = cluster.events.subscribe(self._on_event)
+
+    def _on_event(self, event: "Event") -> None:
+        kind = event.kind
+        if kind in DECISION_KINDS:
+            if event.get("decision", kind) in DECISIONS:
+                record = {k: to_builtins(v) for k, v in event.items()}
+                record["decision"] = record.pop("decision", None) or kind
+                self.decisions.append(record)
+        elif kind in EVENTS:
+            self.events.append({k: to_builtins(v) for k, v in event.items()})
+
+    def sample(self, t: float) -> None:
+        for (name, label_names, label_values), value in self.metrics.rows():
+            if name in SAMPLED:
+                self.samples.append((t, name, tuple(sorted(zip(label_names, label_values))), float(value)))
+        self._last_sample_t = t
+
+    async def run(self) -> None:
+        interval = self.interval
+        now = self._clock.now()
+        self.sample(now)
+        k = math.floor(now / interval + 1e-9) + 1
+        while self.end is None:
+            next_sample = k * interval
+            await anyio.sleep(max(0.0, next_sample - self._clock.now()))
+            now = self._clock.now()
+            if now >= next_sample - 1e-6:
+                self.sample(next_sample if now - next_sample < 1e-6 else now)
+                k = max(k + 1, math.floor(now / interval + 1e-9) + 1)
+
+    def finish(self, now: float | None = None) -> None:
+        """The run ended at `now`: a last sample block there (as the recorder's close), the exact
+        publish line, and no more events."""
+        if self.end is not None:
+            return
+        now = self._clock.now() if now is None else now
+        if self._last_sample_t != now:
+            self.sample(now)
+        acc = getattr(self.cluster, "publish_accounting", None)
+        if acc is not None:
+            self.publish = acc.stats(now, exact=True).cluster
+        self.end = now
+        self._unsubscribe()
