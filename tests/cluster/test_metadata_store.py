@@ -323,6 +323,7 @@ async def test_close_session_deletes_at_once_and_the_session_is_dead_afterwards(
         assert other == sid + 1  # sequential ids
         await store.ask(Create("/e1", b"", True, sid))
         await store.ask(Create("/e2", b"", True, other))
+        await settle()  # the watcher has handled the set-up's notifications
         watcher.got.clear()
         await store.ask(CloseSession(sid))
         await settle()

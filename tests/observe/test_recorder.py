@@ -38,7 +38,7 @@ def recorded_run(seed: int, out: Path, minutes: float = 12) -> None:
     """A hot broker that sheds: samples, assignments, shedding plans and unloads get recorded."""
 
     async def main() -> None:
-        load = FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
+        load = FlatLoad(rate=1000.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
         async with emulated_cluster(5, seed=seed, namespaces={NS: 16}, load_source=load) as cluster:
             async with observe(cluster, record_dir=out, run_info={"scenario": "hot", "seed": seed}):
                 client = cluster.add_client()
