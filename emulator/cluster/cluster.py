@@ -166,7 +166,7 @@ class Cluster:
             load_source=self.load_source, events=self.events,
             leader_factory=self._leader_factory, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
-            decoded=self.decoded, latencies=self.latencies,
+            decoded=self.decoded, latencies=self.latencies, cluster_name=self.name,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)

@@ -28,6 +28,7 @@ __all__ = [
     "AutoFailoverPolicyData",
     "BundlesData",
     "ClusterPolicies",
+    "FailureDomain",
     "LocalPolicies",
     "NamespaceIsolationPolicy",
     "PolicyView",
@@ -93,6 +94,14 @@ class NamespaceIsolationPolicy(msgspec.Struct, forbid_unknown_fields=True):
         _check_regexes("namespaces", self.namespaces)
         _check_regexes("primary", self.primary)
         _check_regexes("secondary", self.secondary)
+
+    def validate(self) -> None:
+        """NamespaceIsolationDataImpl.validate: at least one namespace regex and one primary regex
+        (the regexes and the failover policy are checked on construction)."""
+        if not self.namespaces:
+            raise ValueError("namespaces: empty; give at least one namespace regex, e.g. ['tenant/ns.*']")
+        if not self.primary:
+            raise ValueError("primary: empty; give at least one broker host regex, e.g. ['broker-1']")
 
     def matches_namespace(self, namespace: str) -> bool:
         return any(re.fullmatch(p, namespace) for p in self.namespaces)
@@ -165,6 +174,13 @@ class LocalPolicies(msgspec.Struct, rename="camel", omit_defaults=True):
         cls, bundles: NamespaceBundles, namespace_anti_affinity_group: str | None = None
     ) -> LocalPolicies:
         return cls(bundles=bundles_data_from(bundles), namespace_anti_affinity_group=namespace_anti_affinity_group)
+
+
+class FailureDomain(msgspec.Struct, forbid_unknown_fields=True):
+    """Pulsar's FailureDomainImpl, stored at /admin/clusters/<cluster>/failureDomain/<name>:
+    `{"brokers": ["broker-1:8080", ...]}` (broker ids, host:port, as the load manager names them)."""
+
+    brokers: list[str] = msgspec.field(default_factory=list)
 
 
 class ClusterPolicies(msgspec.Struct):
