@@ -8,7 +8,7 @@ condition). Several clusters can live in one process: nothing here is global.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, AsyncIterator, Callable, Iterable
 
 import anyio
 import msgspec
@@ -30,6 +30,9 @@ from .messages import AdminResult, SplitBundle, UnloadBundle
 from .metadata_client import MetadataClient
 from .metadata_store import MetadataStore
 from .network import Network, broker_id_for, service_url_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .policy_admin import PolicyAdmin
 
 STORE_NAME = "metadata-store"
 
@@ -139,6 +142,15 @@ class Cluster:
         await self._admin.set(paths.local_policies_path(namespace), msgspec.json.encode(
             LocalPolicies.from_namespace_bundles(nb, anti_affinity_group)))
         return nb
+
+    @property
+    def policies(self) -> "PolicyAdmin":
+        """Isolation policies, failure domains, anti-affinity groups (pulsar-admin clusters and
+        namespaces; policy_admin.py)."""
+        from .policy_admin import PolicyAdmin
+
+        assert self._admin is not None
+        return PolicyAdmin(self._admin, self.name, self)
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         assert self._admin is not None
