@@ -32,6 +32,8 @@ from .metadata_store import MetadataStore
 from .network import Network, broker_id_for, service_url_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from emulator.model.policies import PolicyView
+
     from .policy_admin import PolicyAdmin
 
 STORE_NAME = "metadata-store"
@@ -151,6 +153,11 @@ class Cluster:
 
         assert self._admin is not None
         return PolicyAdmin(self._admin, self.name, self)
+
+    def leader_policies(self) -> "PolicyView | None":
+        """The policies the running leader's selection applies (None without a running leader)."""
+        leader = self._leader_actor()
+        return None if leader is None else getattr(leader, "_policies", None)
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         assert self._admin is not None

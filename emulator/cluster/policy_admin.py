@@ -42,7 +42,7 @@ __all__ = ["PolicyAdmin", "PolicyAdminError", "isolation_policy_from"]
 _CAS_ATTEMPTS = 7
 
 
-class PolicyAdminError(Exception):
+class PolicyAdminError(ValueError):
     """An admin call Pulsar would refuse: `status` is its HTTP status, `reason` its message."""
 
     def __init__(self, status: int, reason: str) -> None:

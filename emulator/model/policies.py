@@ -219,6 +219,10 @@ class PolicyView:
                 return policy
         return None
 
+    @property
+    def isolation_policies(self) -> tuple[NamespaceIsolationPolicy, ...]:
+        return self._isolation
+
     def are_isolation_policies_present(self, namespace: str) -> bool:
         return self.isolation_policy(namespace) is not None
 

@@ -21,6 +21,7 @@ import structlog
 
 from .events import apply_event
 from .loader import iter_events
+from .policy_events import write_policies
 from .population import Population
 from .schema import Scenario, verb_of
 
@@ -53,6 +54,7 @@ async def drive(cluster: "Cluster", scenario: Scenario, workload: "Workload") ->
         workload.t0 = clock.now()
     workload.traffic.origin = workload.t0
     await create_namespaces(cluster, scenario)
+    await write_policies(cluster, scenario)
     population = Population(cluster, scenario, workload)
     population.start_clients()
     population.start_jitter()

@@ -32,6 +32,11 @@ from .errors import MISSING, ScenarioError
 from .durations import format_duration
 from .schema import (
     AddBrokers,
+    DeleteFailureDomain,
+    DeleteIsolationPolicy,
+    SetAntiAffinityGroup,
+    SetFailureDomain,
+    SetIsolationPolicy,
     LeaderFailover,
     NoisePattern,
     RampPattern,
@@ -331,6 +336,7 @@ class _Checker:
             self.check_pattern(["traffic", "patterns", i], p, None)
         self.check_brokers()
         self.check_events()
+        self.check_policies()
         self.check_latency()
 
     def check_latency(self) -> None:
@@ -523,6 +529,62 @@ class _Checker:
             select = getattr(e, "select", None)
             if isinstance(select, TopicSelector):
                 self.check_selector(at + ["select"], select)
+
+    # --- isolation policies, failure domains, anti-affinity groups (issue 16)
+
+    def check_policies(self) -> None:
+        """[[isolation_policies]], [[failure_domains]] and the policy events: Pulsar's validation
+        (regexes compile, namespaces and primary non-empty, failover type min_available with an integer
+        min_limit), names used once, brokers that exist in the scenario and sit in one domain."""
+        total = self.s.cluster.brokers + sum(e.count for e in self.s.events if isinstance(e, AddBrokers))
+        seen: dict[str, int] = {}
+        for i, p in enumerate(self.s.isolation_policies):
+            at: list[Seg] = ["isolation_policies", i]
+            self.check_policy_name(at, p.name, seen, "isolation policy")
+            self.check_isolation_policy(at, p)
+        seen = {}
+        domain_of: dict[str, str] = {}
+        for i, d in enumerate(self.s.failure_domains):
+            at = ["failure_domains", i]
+            self.check_policy_name(at, d.name, seen, "failure domain")
+            for j, name in enumerate(d.brokers):
+                k = self.broker_index(at + ["brokers", j], name, total)
+                b = f"broker-{k}"
+                if b in domain_of:
+                    raise self.fail(at + ["brokers", j], f"already in failure domain {domain_of[b]!r}; a broker "
+                                    "belongs to one domain (Pulsar answers 409 Conflict)")
+                domain_of[b] = d.name
+        for i, e in enumerate(self.s.events):
+            at = ["events", i]
+            if isinstance(e, SetIsolationPolicy):
+                self.check_policy_name(at, e.name, {}, "isolation policy")
+                self.check_isolation_policy(at, e)
+            elif isinstance(e, (DeleteIsolationPolicy, SetFailureDomain, DeleteFailureDomain)):
+                self.check_policy_name(at, e.name, {}, "name")
+            elif isinstance(e, SetAntiAffinityGroup):
+                if e.namespace not in self.namespaces:
+                    raise self.fail(at + ["namespace"], self._namespace_hint())
+                if e.group is not None and not e.group.strip():
+                    raise self.fail(at + ["group"], "blank; leave group out to remove the namespace's group")
+
+    def check_policy_name(self, at: list[Seg], name: str, seen: dict[str, int], what: str) -> None:
+        if not name or "/" in name or name.strip() != name:
+            raise self.fail(at + ["name"], "expected a non-empty name without '/' or surrounding spaces")
+        if name in seen:
+            raise self.fail(at + ["name"], f"{what} declared twice (also {at[0]}[{seen[name]}])")
+        seen[name] = int(at[1])
+
+    def check_isolation_policy(self, at: list[Seg], spec: Any) -> None:
+        from emulator.model.policies import NamespaceIsolationPolicy
+
+        try:
+            msgspec.convert(spec.data(), NamespaceIsolationPolicy).validate()
+        except (ValueError, msgspec.ValidationError) as e:
+            text = re.sub(r" - at `\$[^`]*`$", "", str(e))
+            m = re.match(r"^([a-z_]+(?:\.[a-z_]+)*)(?: = .*?)?[;:] (.*)$", text, re.S)
+            if m is None:
+                raise self.fail(at, text, _raw_at(self.raw, at)) from None
+            raise self.fail(at + m.group(1).split("."), m.group(2)) from None
 
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
