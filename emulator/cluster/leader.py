@@ -123,12 +123,10 @@ class LoadManagerLeader(Actor):
         self.policy_cache = PolicyCache(self.md, self.broker.cluster_name, self.conf)
         await self.md.watch(paths.BROKERS)
         await self.policy_cache.watch()
-        # the policies are read alongside the reports; both are in before the first decision
-        self.start_soon(self._read_policies)
+        await self._read_policies()
         self._available = await self.md.children(paths.BROKERS)
         for b in self._available:
             self._reports[b] = await self._read_report(b)
-        await self._read_policies()
         self._update_all()
         self.start_soon(self._bundle_data_writer)
         self.start_soon(self._shedding_loop)

@@ -80,8 +80,12 @@ class PolicyCache:
 
     async def watch(self) -> None:
         """Watch what the view is built from: one prefix watch on /admin covers the local policies and
-        the cluster's policies (Pulsar's ZKMetadataStore has one recursive watch on "/" anyway)."""
-        await self.md.watch(paths.ADMIN)
+        the cluster's policies (Pulsar's ZKMetadataStore has one recursive watch on "/" anyway). Its
+        answer (the children of /admin) tells whether any cluster policy exists to be read."""
+        children = await self.md.watch(paths.ADMIN)
+        if "clusters" not in children:
+            # no cluster policies were ever written: nothing to read until a Created notification
+            self._stale_isolation = self._stale_domains = False
 
     @property
     def stale(self) -> bool:

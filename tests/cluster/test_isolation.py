@@ -242,3 +242,17 @@ async def test_admin_operations_answer_as_pulsar():
         assert stored["namespaceAntiAffinityGroup"] == "g" and stored["bundles"]["numBundles"] == 1
         await admin.set_anti_affinity_group(SHARED, None)
         assert await admin.get_anti_affinity_group(SHARED) is None
+
+
+@pytest.mark.anyio
+async def test_a_watch_answers_with_the_children_so_an_absent_policy_costs_no_read():
+    """Watch is ZooKeeper's getChildren(path, watch): without /admin/clusters the caches read nothing
+    of the cluster policies until a Created notification says there is something."""
+    async with emulated_cluster(2, seed=1, namespaces={SHARED: 1}) as cluster:
+        assert await cluster._admin.watch("/admin") == ["local-policies"]
+        cache = cluster._leader_actor().policy_cache
+        assert not cache.stale and cache.view.isolation_policies == ()
+        await cluster.policies.set_failure_domain("d", ["broker-1:8080"])
+        await cluster.policies.set_isolation_policy("p", policy(["broker-2"], [], 1), unload=False)
+        assert await cluster._admin.watch("/admin") == ["clusters", "local-policies"]
+        await cluster.wait_until(lambda: cluster.leader_policies().isolation_policy(ISO) is not None)
