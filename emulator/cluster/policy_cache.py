@@ -14,7 +14,9 @@ keeps fresh (ModularLoadManagerImpl.initialize, read in apache/pulsar):
   `failureDomainsEnabled`.
 
 Here a notification marks the part it touches stale and `refresh()` re-reads only the stale parts
-(one node per changed namespace), then builds a new immutable `PolicyView` for the pure placement code.
+(the isolation node, the failure domains, or every namespace's local policies, as the leader read
+them before cluster policies were wired in), then builds a new immutable `PolicyView` for the pure
+placement code.
 The leader refreshes on every notification, as Pulsar's caches reload; a follower refreshes when it has
 to decide locally. A node that does not decode is left out with a warning, as Pulsar's caches log and
 answer empty.
@@ -44,7 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["PolicyCache", "decode_isolation_policies"]
 
-_ALL = None  # "every namespace is stale"
 
 
 def decode_isolation_policies(data: bytes) -> dict[str, NamespaceIsolationPolicy]:
@@ -74,7 +75,7 @@ class PolicyCache:
         self._local: dict[str, LocalPolicies] = {}
         self._stale_isolation = True
         self._stale_domains = True
-        self._stale_local: set[str] | None = _ALL
+        self._stale_local = True
         self.refreshes = 0
         self._busy: anyio.Event | None = None  # set while a refresh reads: one at a time
 
@@ -89,7 +90,7 @@ class PolicyCache:
 
     @property
     def stale(self) -> bool:
-        return self._stale_isolation or self._stale_domains or self._stale_local is _ALL or bool(self._stale_local)
+        return self._stale_isolation or self._stale_domains or self._stale_local
 
     def on_notification(self, note: Notification) -> bool:
         """Mark what `note` changed as stale; True if it concerns the policies."""
@@ -97,8 +98,7 @@ class PolicyCache:
         if path.startswith(paths.LOCAL_POLICIES + "/"):
             if note.type == "ChildrenChanged" or path.count("/") != 4:
                 return False  # a tenant's node; each namespace node notifies for itself
-            if self._stale_local is not _ALL:
-                self._stale_local.add(paths.namespace_of_policies_path(path))
+            self._stale_local = True
             return True
         if path == self._isolation_path:
             self._stale_isolation = True
@@ -130,15 +130,12 @@ class PolicyCache:
         if self._stale_domains:
             self._stale_domains = False
             self._domains = await self._read_domains()
-        stale_local, self._stale_local = self._stale_local, set()
-        if stale_local is _ALL:
+        if self._stale_local:
+            self._stale_local = False
             self._local = {}
             for tenant in await self.md.children(paths.LOCAL_POLICIES):
                 for ns in await self.md.children(f"{paths.LOCAL_POLICIES}/{tenant}"):
                     await self._read_local(f"{tenant}/{ns}")
-        else:
-            for namespace in sorted(stale_local):
-                await self._read_local(namespace)
         self.view = PolicyView(ClusterPolicies(isolation=dict(self._isolation), failure_domains=dict(self._domains)),
                                local_policies=self._local)
         self.refreshes += 1
