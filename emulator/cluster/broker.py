@@ -75,6 +75,7 @@ from .messages import (
 from .metadata_client import BadVersion, LockBusy, MetadataClient, MetadataStoreError
 from .metadata_messages import Notification, SessionEvent
 from .network import Network, host_of, service_url_of, web_url_of
+from .policy_cache import PolicyCache
 from .user_faults import UserCodeError
 from . import user_faults
 from .topic_loader import TopicLoader
@@ -163,6 +164,7 @@ class Broker(Actor):
         close_time_per_topic: float = 0.0,
         decoded: DecodeCache | None = None,
         latencies: Latencies | None = None,
+        cluster_name: str = "cluster",
     ) -> None:
         super().__init__(broker_id, system)
         # shared with the cluster's other brokers: what they decode, they only read
@@ -184,6 +186,9 @@ class Broker(Actor):
         self.topic_loader = TopicLoader(self.call_later, functools.partial(self.latency, "topic_load"),
                                         lambda: self.conf.max_concurrent_topic_load_request)
         self.md = MetadataClient(self, store_name)
+        self.cluster_name = cluster_name
+        # the policies a local decision applies; refreshed only when one is made (_select_locally)
+        self.policy_cache = PolicyCache(self.md, cluster_name, conf)
         self.service_url = service_url_of(broker_id)
         self.web_url = web_url_of(broker_id)
         self._self_owner_info = _json_encode(
@@ -235,7 +240,7 @@ class Broker(Actor):
         self.network.listen(self.broker_id, self)
         await self.md.watch(paths.LEADER)
         await self.md.watch(paths.BROKERS)
-        await self.md.watch(paths.LOCAL_POLICIES)
+        await self.policy_cache.watch()   # /admin/local-policies and /admin/clusters/<cluster>
         self.election_started = True
         try:
             await self._elect()
@@ -575,6 +580,8 @@ class Broker(Actor):
             lm.update_all(available, reports, self.owned_bundle_names())
             if self._local_lm is lm:
                 self._local_lm_time = now
+        # the follower's ModularLoadManagerImpl applies the same policies as the leader's
+        lm.policies = await self.policy_cache.refresh()
         try:
             broker, trace = lm.select_broker_for_assignment(bundle, non_persistent=non_persistent)
         except UserCodeError as fault:
@@ -937,7 +944,7 @@ class Broker(Actor):
         elif path.startswith(paths.BROKERS + "/"):
             if note.type in ("Created", "Deleted"):
                 self.start_soon(self._refresh_available_brokers)
-        elif path.startswith(paths.LOCAL_POLICIES + "/"):
+        elif self.policy_cache.on_notification(note) and path.startswith(paths.LOCAL_POLICIES + "/"):
             namespace = paths.namespace_of_policies_path(path)
             if namespace in self._ns_loading:
                 self._ns_invalidated.add(namespace)

@@ -8,7 +8,7 @@ condition). Several clusters can live in one process: nothing here is global.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterable
 
 import anyio
 import msgspec
@@ -30,6 +30,11 @@ from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, War
 from .metadata_client import MetadataClient
 from .metadata_store import MetadataStore
 from .network import Network, broker_id_for, service_url_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.model.policies import PolicyView
+
+    from .policy_admin import PolicyAdmin
 
 STORE_NAME = "metadata-store"
 
@@ -154,6 +159,20 @@ class Cluster:
             LocalPolicies.from_namespace_bundles(nb, anti_affinity_group)))
         return nb
 
+    @property
+    def policies(self) -> "PolicyAdmin":
+        """Isolation policies, failure domains, anti-affinity groups (pulsar-admin clusters and
+        namespaces; policy_admin.py)."""
+        from .policy_admin import PolicyAdmin
+
+        assert self._admin is not None
+        return PolicyAdmin(self._admin, self.name, self)
+
+    def leader_policies(self) -> "PolicyView | None":
+        """The policies the running leader's selection applies (None without a running leader)."""
+        leader = self._leader_actor()
+        return None if leader is None else getattr(leader, "_policies", None)
+
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         assert self._admin is not None
         node = await self._admin.get(paths.local_policies_path(namespace))
@@ -186,7 +205,7 @@ class Cluster:
             load_source=self.load_source, events=self.events,
             leader_factory=self._leader_factory, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
-            decoded=self.decoded, latencies=self.latencies,
+            decoded=self.decoded, latencies=self.latencies, cluster_name=self.name,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)

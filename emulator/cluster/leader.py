@@ -48,7 +48,7 @@ import anyio
 import msgspec
 
 from emulator.model.loaddata import BundleData, LocalBrokerData
-from emulator.model.policies import LocalPolicies, PolicyView
+from emulator.model.policies import PolicyView
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from emulator.model.bundles import parse_bundle
@@ -60,6 +60,7 @@ from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, Unloa
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .modular_load_manager import ModularLoadManager
+from .policy_cache import PolicyCache
 from . import user_faults
 from .user_faults import UserCodeError, call_user
 
@@ -99,6 +100,7 @@ class LoadManagerLeader(Actor):
         self._reports: dict[str, LocalBrokerData | None] = {}
         self._available: list[str] = []
         self.updates = 0
+        self._policies = PolicyView()
 
     @classmethod
     def factory(cls, placement_name: str | None = None, shedder_name: str | None = None):
@@ -118,9 +120,9 @@ class LoadManagerLeader(Actor):
             self.conf, self.placement, self.rng, broker_id=self.broker.broker_id,
             persisted_bundle_data=persisted, shedding_strategy=self.shedder,
         )
-        self._policies = PolicyView()
+        self.policy_cache = PolicyCache(self.md, self.broker.cluster_name, self.conf)
         await self.md.watch(paths.BROKERS)
-        await self.md.watch(paths.LOCAL_POLICIES)
+        await self.policy_cache.watch()
         await self._read_policies()
         self._available = await self.md.children(paths.BROKERS)
         for b in self._available:
@@ -143,15 +145,10 @@ class LoadManagerLeader(Actor):
         return out
 
     async def _read_policies(self) -> None:
-        """Namespace local policies (anti-affinity groups) for the filters: read at start and again on
-        every change under /admin/local-policies."""
-        local: dict[str, LocalPolicies] = {}
-        for tenant in await self.md.children(paths.LOCAL_POLICIES):
-            for ns in await self.md.children(f"{paths.LOCAL_POLICIES}/{tenant}"):
-                node = await self.md.get(f"{paths.LOCAL_POLICIES}/{tenant}/{ns}")
-                if node is not None and node.data:
-                    local[f"{tenant}/{ns}"] = msgspec.json.decode(node.data, type=LocalPolicies)
-        self._policies = PolicyView(local_policies=local)
+        """The policies the filters apply (isolation, anti-affinity groups, failure domains), read at
+        start (ModularLoadManagerImpl.initialize) and again after every change under
+        /admin/local-policies or /admin/clusters/<cluster> (policy_cache.py)."""
+        self._policies = await self.policy_cache.refresh()
         if self.lm is not None:
             self.lm.policies = self._policies
 
@@ -204,9 +201,8 @@ class LoadManagerLeader(Actor):
         """handleDataNotification: any change under /loadbalance/brokers -> list the live brokers and
         reap preallocations to dead ones, then (re-read the changed report and) updateAll."""
         path = note.path
-        if path.startswith(paths.LOCAL_POLICIES):
-            if note.type != "ChildrenChanged" and path.count("/") == 4:
-                self.start_soon(self._read_policies)
+        if self.policy_cache.on_notification(note):
+            self.start_soon(self._read_policies)
             return
         if not path.startswith(paths.BROKERS):
             return

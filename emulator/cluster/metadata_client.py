@@ -160,9 +160,10 @@ class MetadataClient:
         await self._ask(Delete(path, expected_version, self.session_id))
         self._locks.pop(path, None)
 
-    async def watch(self, prefix: str) -> None:
-        """Notifications for changes at or under `prefix` arrive in the owner's mailbox."""
-        await self._ask(Watch(prefix, self.owner.name))
+    async def watch(self, prefix: str) -> list[str]:
+        """Notifications for changes at or under `prefix` arrive in the owner's mailbox; returns the
+        prefix node's children at the moment the watch was set."""
+        return await self._ask(Watch(prefix, self.owner.name))
 
     async def unwatch(self, prefix: str) -> None:
         await self._ask(Unwatch(prefix, self.owner.name))

@@ -236,8 +236,9 @@ class ExpireSession(msgspec.Struct, frozen=True):
 
 
 class Watch(msgspec.Struct, frozen=True):
-    """-> None. Persistent recursive watch: `subscriber` (an actor name) is told a
-    Notification for every change at or under `prefix`."""
+    """-> the prefix node's sorted children ([] if absent), as ZooKeeper's getChildren(path, watch).
+    Persistent recursive watch: `subscriber` (an actor name) is told a Notification for every change
+    at or under `prefix`."""
 
     prefix: str
     subscriber: str

@@ -571,7 +571,8 @@ class MetadataStore(Actor):
                 f"Watch(subscriber={msg.subscriber!r}): no running actor has this name"
             )
         self._watches.setdefault(msg.subscriber, {})[prefix] = None
-        return None, []
+        # as ZooKeeper's getChildren(path, watch): the watch is set and the children come back
+        return self.tree.children(prefix), []
 
     def _on_unwatch(self, msg: Unwatch) -> tuple[Any, list[Notification]]:
         prefixes = self._watches.get(msg.subscriber)

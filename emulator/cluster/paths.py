@@ -30,3 +30,26 @@ def local_policies_path(namespace: str) -> str:
 
 def namespace_of_policies_path(path: str) -> str:
     return path[len(LOCAL_POLICIES) + 1 :]
+
+
+# Cluster-wide policies (ClusterResources / NamespaceResources.IsolationPolicyResources): one node
+# holding every isolation policy of the cluster as a JSON map name -> NamespaceIsolationData, and one
+# node per failure domain.
+ADMIN = "/admin"
+CLUSTERS = "/admin/clusters"
+
+
+def cluster_path(cluster: str) -> str:
+    return f"{CLUSTERS}/{cluster}"
+
+
+def isolation_policies_path(cluster: str) -> str:
+    return f"{CLUSTERS}/{cluster}/namespaceIsolationPolicies"
+
+
+def failure_domains_root(cluster: str) -> str:
+    return f"{CLUSTERS}/{cluster}/failureDomain"
+
+
+def failure_domain_path(cluster: str, domain: str) -> str:
+    return f"{CLUSTERS}/{cluster}/failureDomain/{domain}"

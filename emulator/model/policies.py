@@ -28,6 +28,7 @@ __all__ = [
     "AutoFailoverPolicyData",
     "BundlesData",
     "ClusterPolicies",
+    "FailureDomain",
     "LocalPolicies",
     "NamespaceIsolationPolicy",
     "PolicyView",
@@ -93,6 +94,14 @@ class NamespaceIsolationPolicy(msgspec.Struct, forbid_unknown_fields=True):
         _check_regexes("namespaces", self.namespaces)
         _check_regexes("primary", self.primary)
         _check_regexes("secondary", self.secondary)
+
+    def validate(self) -> None:
+        """NamespaceIsolationDataImpl.validate: at least one namespace regex and one primary regex
+        (the regexes and the failover policy are checked on construction)."""
+        if not self.namespaces:
+            raise ValueError("namespaces: empty; give at least one namespace regex, e.g. ['tenant/ns.*']")
+        if not self.primary:
+            raise ValueError("primary: empty; give at least one broker host regex, e.g. ['broker-1']")
 
     def matches_namespace(self, namespace: str) -> bool:
         return any(re.fullmatch(p, namespace) for p in self.namespaces)
@@ -167,6 +176,13 @@ class LocalPolicies(msgspec.Struct, rename="camel", omit_defaults=True):
         return cls(bundles=bundles_data_from(bundles), namespace_anti_affinity_group=namespace_anti_affinity_group)
 
 
+class FailureDomain(msgspec.Struct, forbid_unknown_fields=True):
+    """Pulsar's FailureDomainImpl, stored at /admin/clusters/<cluster>/failureDomain/<name>:
+    `{"brokers": ["broker-1:8080", ...]}` (broker ids, host:port, as the load manager names them)."""
+
+    brokers: list[str] = msgspec.field(default_factory=list)
+
+
 class ClusterPolicies(msgspec.Struct):
     """Cluster-wide policies: isolation policies by name, and failure domain by broker id."""
 
@@ -202,6 +218,10 @@ class PolicyView:
             if policy.matches_namespace(namespace):
                 return policy
         return None
+
+    @property
+    def isolation_policies(self) -> tuple[NamespaceIsolationPolicy, ...]:
+        return self._isolation
 
     def are_isolation_policies_present(self, namespace: str) -> bool:
         return self.isolation_policy(namespace) is not None

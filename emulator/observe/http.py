@@ -48,6 +48,10 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     `pulsar-lb-emulator monitor` reads `/loadbalance/*` through these.
 `/emulator/monitor`
     The monitor-brokers table as text.
+
+Placement policies (issue 16; GET, POST and DELETE, in policy_http.py): isolation policies, failure
+domains and anti-affinity groups at Pulsar's admin paths. These are the server's only writes; they go
+through the cluster's admin operations, as pulsar-admin's calls go through a broker.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from emulator.model.policies import LocalPolicies
 
 from . import monitor as monitor_table
 from . import pulsar_admin
+from .policy_http import PolicyRoutes
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -302,6 +307,7 @@ class ObserveServer:
         if not isinstance(host, str) or not host:
             raise ValueError(f"host = {host!r}: expected an address to bind, e.g. 127.0.0.1")
         self.views = AdminViews(cluster, metrics)
+        self.policy_routes = PolicyRoutes(cluster)   # the writable policy paths (policy_http.py)
         self.host = host
         self.port = port
         self.request_timeout = request_timeout
@@ -358,6 +364,21 @@ class ObserveServer:
             raise _LoopGone() from None
         return future.result(timeout=self.request_timeout)
 
+    # ------------------------------------------------------------------ placement policies (issue 16)
+
+    def _policy_request(self, method: str, path: str, body: bytes) -> Response | None:
+        """A policy route's answer (its coroutine runs on the loop), or None for another path."""
+        if self.policy_routes.match(path) is None:
+            return None
+        loop = self._loop
+        if loop is None or self._stopping or loop.is_closed():
+            raise _LoopGone()
+        try:
+            future = asyncio.run_coroutine_threadsafe(self.policy_routes.handle(method, path, body), loop)
+        except RuntimeError:   # loop closed meanwhile
+            raise _LoopGone() from None
+        return future.result(timeout=self.request_timeout)
+
     def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
         outer = self
 
@@ -367,7 +388,9 @@ class ObserveServer:
 
             def do_GET(self) -> None:  # noqa: N802 (stdlib name)
                 try:
-                    status, ctype, body = outer._on_loop(lambda: outer.views.handle(self.path))
+                    answer = outer._policy_request("GET", self.path, b"")
+                    status, ctype, body = answer if answer is not None else outer._on_loop(
+                        lambda: outer.views.handle(self.path))
                 except _LoopGone:
                     status, ctype, body = _error(503, "the emulated cluster is not running")
                 except concurrent.futures.TimeoutError:
@@ -381,7 +404,18 @@ class ObserveServer:
                 self.wfile.write(body)
 
             def do_POST(self) -> None:  # noqa: N802
-                status, ctype, body = _error(405, "read-only views: only GET is served")
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    request = self.rfile.read(length) if 0 < length <= 1 << 20 else b""
+                    answer = outer._policy_request(self.command, self.path, request)
+                except _LoopGone:
+                    answer = _error(503, "the emulated cluster is not running")
+                except (concurrent.futures.TimeoutError, TimeoutError):
+                    answer = _error(503, "the event loop did not answer in time")
+                except Exception as e:  # noqa: BLE001 - a route failed: say so, keep serving
+                    answer = _error(500, f"{type(e).__name__}: {e}")
+                status, ctype, body = answer if answer is not None else _error(
+                    405, "read-only views: only GET is served (writes: the placement-policy paths)")
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))

@@ -24,6 +24,7 @@ import structlog
 from .events import apply_event
 from .initial_state import place_owners, warm_start
 from .loader import iter_events
+from .policy_events import write_policies
 from .population import Population
 from .schema import Scenario, verb_of
 
@@ -62,6 +63,7 @@ async def drive(cluster: "Cluster", scenario: Scenario, workload: "Workload") ->
         workload.t0 = clock.now()
     workload.traffic.origin = workload.t0
     await create_namespaces(cluster, scenario)
+    await write_policies(cluster, scenario)
     plan = workload.initial
     if plan is not None:
         await place_owners(cluster, plan, workload)

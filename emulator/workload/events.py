@@ -333,6 +333,11 @@ APPLY: dict[type, Callable[..., Awaitable[None]]] = {
 }
 
 
+from .policy_events import POLICY_APPLY  # noqa: E402 (isolation policies, failure domains, groups)
+
+APPLY.update(POLICY_APPLY)
+
+
 async def apply_event(cluster: "Cluster", workload: "Workload", ev: Any) -> None:
     """Apply one event now (its function by type)."""
     await APPLY[type(ev)](cluster, workload, ev)

@@ -32,6 +32,11 @@ from .errors import MISSING, ScenarioError
 from .durations import format_duration
 from .schema import (
     AddBrokers,
+    DeleteFailureDomain,
+    DeleteIsolationPolicy,
+    SetAntiAffinityGroup,
+    SetFailureDomain,
+    SetIsolationPolicy,
     LeaderFailover,
     NoisePattern,
     RampPattern,
@@ -340,6 +345,7 @@ class _Checker:
         self.check_initial()
         self.check_events()
         self.check_expectations()
+        self.check_policies()
         self.check_latency()
 
     def check_latency(self) -> None:
@@ -491,12 +497,17 @@ class _Checker:
 
     # --- brokers
 
-    def check_brokers(self) -> None:
-        self.check_broker_names()
+    def _broker_total(self) -> int:
+        """The highest broker number the scenario can have: the cluster's, then each add_brokers."""
         total = self.s.cluster.broker_count
         for e in sorted(self.s.events, key=lambda e: e.at):
             if isinstance(e, AddBrokers):
                 total = _known_after(e, total)
+        return total
+
+    def check_brokers(self) -> None:
+        self.check_broker_names()
+        total = self._broker_total()
         for key in self.s.cluster.overrides:
             self.broker_index(["cluster", "overrides", key], key, total, value=key)
 
@@ -721,6 +732,62 @@ class _Checker:
                     self.check_time(at + [key], t)
             if x.from_ is not None and x.to is not None and x.to <= x.from_:
                 raise self.fail(at + ["to"], f"must be after from ({format_duration(x.from_)})")
+
+    # --- isolation policies, failure domains, anti-affinity groups (issue 16)
+
+    def check_policies(self) -> None:
+        """[[isolation_policies]], [[failure_domains]] and the policy events: Pulsar's validation
+        (regexes compile, namespaces and primary non-empty, failover type min_available with an integer
+        min_limit), names used once, brokers that exist in the scenario and sit in one domain."""
+        total = self._broker_total()
+        seen: dict[str, int] = {}
+        for i, p in enumerate(self.s.isolation_policies):
+            at: list[Seg] = ["isolation_policies", i]
+            self.check_policy_name(at, p.name, seen, "isolation policy")
+            self.check_isolation_policy(at, p)
+        seen = {}
+        domain_of: dict[str, str] = {}
+        for i, d in enumerate(self.s.failure_domains):
+            at = ["failure_domains", i]
+            self.check_policy_name(at, d.name, seen, "failure domain")
+            for j, name in enumerate(d.brokers):
+                k = self.broker_index(at + ["brokers", j], name, total)
+                b = f"broker-{k}"
+                if b in domain_of:
+                    raise self.fail(at + ["brokers", j], f"already in failure domain {domain_of[b]!r}; a broker "
+                                    "belongs to one domain (Pulsar answers 409 Conflict)")
+                domain_of[b] = d.name
+        for i, e in enumerate(self.s.events):
+            at = ["events", i]
+            if isinstance(e, SetIsolationPolicy):
+                self.check_policy_name(at, e.name, {}, "isolation policy")
+                self.check_isolation_policy(at, e)
+            elif isinstance(e, (DeleteIsolationPolicy, SetFailureDomain, DeleteFailureDomain)):
+                self.check_policy_name(at, e.name, {}, "name")
+            elif isinstance(e, SetAntiAffinityGroup):
+                if e.namespace not in self.namespaces:
+                    raise self.fail(at + ["namespace"], self._namespace_hint())
+                if e.group is not None and not e.group.strip():
+                    raise self.fail(at + ["group"], "blank; leave group out to remove the namespace's group")
+
+    def check_policy_name(self, at: list[Seg], name: str, seen: dict[str, int], what: str) -> None:
+        if not name or "/" in name or name.strip() != name:
+            raise self.fail(at + ["name"], "expected a non-empty name without '/' or surrounding spaces")
+        if name in seen:
+            raise self.fail(at + ["name"], f"{what} declared twice (also {at[0]}[{seen[name]}])")
+        seen[name] = int(at[1])
+
+    def check_isolation_policy(self, at: list[Seg], spec: Any) -> None:
+        from emulator.model.policies import NamespaceIsolationPolicy
+
+        try:
+            msgspec.convert(spec.data(), NamespaceIsolationPolicy).validate()
+        except (ValueError, msgspec.ValidationError) as e:
+            text = re.sub(r" - at `\$[^`]*`$", "", str(e))
+            m = re.match(r"^([a-z_]+(?:\.[a-z_]+)*)(?: = .*?)?[;:] (.*)$", text, re.S)
+            if m is None:
+                raise self.fail(at, text, _raw_at(self.raw, at)) from None
+            raise self.fail(at + m.group(1).split("."), m.group(2)) from None
 
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:

@@ -17,6 +17,17 @@
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
     [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
+    [[isolation_policies]]  name, namespaces (regexes), primary, secondary (broker host regexes),
+                        auto_failover_policy = { policy_type = "min_available",
+                        parameters = { min_limit = "1", usage_threshold = "80" } } (Pulsar's
+                        NamespaceIsolationData; stored at /admin/clusters/<cluster>/namespaceIsolationPolicies)
+    [[failure_domains]] name, brokers = ["broker-1:8080", ...] (applied with [settings]
+                        failureDomainsEnabled = true; /admin/clusters/<cluster>/failureDomain/<name>)
+    Policy events: set_isolation_policy (name, namespaces, primary, secondary, auto_failover_policy,
+                        unload = true: unload the matching namespaces, as pulsar-admin does),
+                        delete_isolation_policy (name), set_failure_domain (name, brokers),
+                        delete_failure_domain (name), set_anti_affinity_group (namespace, group;
+                        no group removes it)
 
 [[expect]] (issue 16, format 5): `kpi` is a KPI name of emulator/observe/kpis.py (the roll-up's
 columns: unloads, bundle_moves, lookups, balance_max_over_mean, msg_rate_max_min_ratio,
@@ -72,6 +83,15 @@ from .durations import parse_duration
 from .resources import BrokerCapacity, ResourceModelConstants
 
 __all__ = [
+    "SetIsolationPolicy",
+    "SetFailureDomain",
+    "SetAntiAffinityGroup",
+    "POLICY_EVENT_TYPES",
+    "IsolationPolicySpec",
+    "FailureDomainSpec",
+    "DeleteIsolationPolicy",
+    "DeleteFailureDomain",
+    "AutoFailoverSpec",
     "EVENT_TYPES",
     "PATTERN_TYPES",
     "AddBrokers",
@@ -569,11 +589,85 @@ class ScaleRate(msgspec.Struct, tag_field="do", tag="scale_rate", **_T):
     factor: NonNegative
 
 
+# ---------------------------------------------------------------------------------- isolation (issue 16)
+
+
+class AutoFailoverSpec(msgspec.Struct, **_T):
+    """Pulsar's AutoFailoverPolicyData; `min_available` is its only type: fail over to the secondaries
+    when fewer than `min_limit` primaries are available."""
+
+    policy_type: str = "min_available"
+    parameters: dict[str, str | int] = msgspec.field(
+        default_factory=lambda: {"min_limit": "1", "usage_threshold": "80"})
+
+
+class IsolationPolicySpec(msgspec.Struct, **_T):
+    """One namespace isolation policy (NamespaceIsolationData). Regexes are full matches: namespaces
+    against `tenant/ns`, primary and secondary against broker hosts (no port)."""
+
+    name: str
+    namespaces: list[str]
+    primary: list[str]
+    secondary: list[str] = []
+    auto_failover_policy: AutoFailoverSpec = msgspec.field(default_factory=AutoFailoverSpec)
+
+    def data(self) -> dict[str, Any]:
+        """The policy's NamespaceIsolationData, as Pulsar's JSON."""
+        return {"namespaces": list(self.namespaces), "primary": list(self.primary),
+                "secondary": list(self.secondary),
+                "auto_failover_policy": msgspec.to_builtins(self.auto_failover_policy)}
+
+
+class FailureDomainSpec(msgspec.Struct, **_T):
+    """A failure domain: broker ids (`broker-1` means `broker-1:8080`)."""
+
+    name: str
+    brokers: list[str]
+
+
+class SetIsolationPolicy(IsolationPolicySpec, tag_field="do", tag="set_isolation_policy", **_T):
+    """pulsar-admin ns-isolation-policy set: create or replace a policy."""
+
+    at: Offset
+    unload: bool = True
+    """Unload the namespaces the policy matches (setNamespaceIsolationPolicy's unloadBundles default)."""
+
+
+class DeleteIsolationPolicy(msgspec.Struct, tag_field="do", tag="delete_isolation_policy", **_T):
+    at: Offset
+    name: str
+
+
+class SetFailureDomain(FailureDomainSpec, tag_field="do", tag="set_failure_domain", **_T):
+    """pulsar-admin clusters create-failure-domain / update-failure-domain."""
+
+    at: Offset
+
+
+class DeleteFailureDomain(msgspec.Struct, tag_field="do", tag="delete_failure_domain", **_T):
+    at: Offset
+    name: str
+
+
+class SetAntiAffinityGroup(msgspec.Struct, tag_field="do", tag="set_anti_affinity_group", **_T):
+    """pulsar-admin namespaces set-anti-affinity-group; without `group`, delete-anti-affinity-group."""
+
+    at: Offset
+    namespace: str
+    group: str | None = None
+
+
+POLICY_EVENT_TYPES: tuple[type, ...] = (SetIsolationPolicy, DeleteIsolationPolicy, SetFailureDomain,
+                                        DeleteFailureDomain, SetAntiAffinityGroup)
+
+
 Event = Union[AddBrokers, RemoveBrokers, RestartRolling, LeaderFailover, SessionExpire, SetCapacity,
-              BackgroundLoad, SetConfig, Unload, Split, SpikeEvent, RampEvent, SetRate, ScaleRate]
+              BackgroundLoad, SetConfig, Unload, Split, SpikeEvent, RampEvent, SetRate, ScaleRate,
+              SetIsolationPolicy, DeleteIsolationPolicy, SetFailureDomain, DeleteFailureDomain,
+              SetAntiAffinityGroup]
 EVENT_TYPES: tuple[type, ...] = (AddBrokers, RemoveBrokers, RestartRolling, LeaderFailover,
                                  SessionExpire, SetCapacity, BackgroundLoad, SetConfig, Unload, Split,
-                                 SpikeEvent, RampEvent, SetRate, ScaleRate)
+                                 SpikeEvent, RampEvent, SetRate, ScaleRate) + POLICY_EVENT_TYPES
 
 
 def verb_of(event: Any) -> str:
@@ -620,6 +714,8 @@ class Scenario(msgspec.Struct, **_T):
     initial: InitialSection | None = None
     events: list[Event] = []
     expect: list[Expect] = []
+    isolation_policies: list[IsolationPolicySpec] = []
+    failure_domains: list[FailureDomainSpec] = []
 
     @property
     def name(self) -> str:

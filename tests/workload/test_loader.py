@@ -82,11 +82,13 @@ select = { hottest = 1 }
     ("\n[[events]]\nat = \"5m\"\ndo = \"explode\"\n",
      "scenario.toml: events[0].do = explode: unknown event; expected one of: add_brokers, remove_brokers, "
      "restart_rolling, leader_failover, session_expire, set_capacity, background_load, set_config, unload, "
-     "split, spike, ramp, set_rate, scale_rate"),
+     "split, spike, ramp, set_rate, scale_rate, set_isolation_policy, delete_isolation_policy, "
+     "set_failure_domain, delete_failure_domain, set_anti_affinity_group"),
     ("\n[[events]]\nat = \"5m\"\n",
      "scenario.toml: events[0].do: required key is missing; one of: add_brokers, remove_brokers, "
      "restart_rolling, leader_failover, session_expire, set_capacity, background_load, set_config, unload, "
-     "split, spike, ramp, set_rate, scale_rate"),
+     "split, spike, ramp, set_rate, scale_rate, set_isolation_policy, delete_isolation_policy, "
+     "set_failure_domain, delete_failure_domain, set_anti_affinity_group"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"add_brokers\"\nkount = 3\n",
      "scenario.toml: events[0].kount = 3: unknown key; expected one of: do, at, count, brokers, cores, nic_gbps, "
      "heap_mb, direct_mb"),
