@@ -75,6 +75,45 @@ class PolicyAdmin:
         self.cluster_name = cluster_name
         self.cluster = cluster
 
+    # ------------------------------------------------------------------ reads of the moment
+
+    def peek(self, kind: str, name: str | None = None) -> Any:
+        """What a GET answers, read from the store at this instant without an operation's latency, as
+        every other read-only view of the HTTP server (a snapshot export reads these from a thread while
+        the virtual clock waits for it, so a read that takes emulated time could never finish).
+        `kind`: "isolation", "domains" or "anti_affinity" (name = the namespace). PolicyAdminError as
+        the async getters."""
+        assert self.cluster is not None, "peek needs the cluster's store"
+        store = self.cluster.store
+        if kind == "isolation":
+            data = store.peek(paths.isolation_policies_path(self.cluster_name))
+            if data is None:
+                raise PolicyAdminError(404, f"NamespaceIsolationPolicies for cluster {self.cluster_name} does not exist")
+            policies = decode_isolation_policies(data)
+            if name is None:
+                return policies
+            if name not in policies:
+                raise PolicyAdminError(404, f"Cannot find NamespaceIsolationPolicy {name} for cluster {self.cluster_name}")
+            return policies[name]
+        if kind == "domains":
+            root = paths.failure_domains_root(self.cluster_name)
+            if name is not None:
+                data = store.peek(f"{root}/{name}")
+                if data is None:
+                    raise PolicyAdminError(404, f"Domain {name} for cluster {self.cluster_name} does not exist")
+                return msgspec.json.decode(data, type=FailureDomain)
+            out: dict[str, FailureDomain] = {}
+            for child in store.peek_children(root):
+                data = store.peek(f"{root}/{child}")
+                if data:
+                    out[child] = msgspec.json.decode(data, type=FailureDomain)
+            return out
+        assert name is not None
+        data = store.peek(paths.local_policies_path(name))
+        if data is None:
+            raise PolicyAdminError(404, f"Namespace {name} does not exist")
+        return msgspec.json.decode(data, type=LocalPolicies).namespace_anti_affinity_group
+
     # ------------------------------------------------------------------ isolation policies
 
     async def _isolation_map(self) -> tuple[dict[str, NamespaceIsolationPolicy], int] | None:

@@ -29,9 +29,9 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
 `/admin/v2/broker-stats/topics?broker=<id>`
     The broker's topic stats, `{namespace: {bundle range: {"persistent": {topic: TopicStats}}}}`
     (PulsarStats' JSON); without a broker, the leader's, as for the load report.
-`/admin/v2/clusters/<cluster>/namespaceIsolationPolicies`, `/admin/v2/clusters/<cluster>/failureDomains`
-    Read-only here: no policy is ever set, so Pulsar's answers for none: 404 "NamespaceIsolationPolicies
-    for cluster <c> does not exist" and `{}`.
+`/admin/v2/clusters/<cluster>/namespaceIsolationPolicies`, `/admin/v2/clusters/<cluster>/failureDomains`,
+`/admin/v2/namespaces/<tenant>/<ns>/antiAffinity`
+    GET, POST, DELETE with Pulsar's JSON and status codes: policy_http.py (the server's only writes).
 `/emulator/brokers/<id>/<any path above>`
     The path as broker `<id>`'s own web service answers it. In Pulsar the load report, the topic stats and
     owned namespaces are per broker (each answers for itself on its own host); one emulator server speaks
@@ -123,9 +123,6 @@ class AdminViews:
             (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/?"), self.tenant_namespaces),
             (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/(?P<ns>[^/]+)/?"), self.namespace_policies),
             (re.compile(r"/admin/v2/broker-stats/topics/?"), self.broker_topics),
-            (re.compile(r"/admin/v2/clusters/(?P<cluster>[^/]+)/namespaceIsolationPolicies/?"),
-             self.isolation_policies),
-            (re.compile(r"/admin/v2/clusters/(?P<cluster>[^/]+)/failureDomains/?"), self.failure_domains),
             (re.compile(r"/lookup/v2/topic/(?P<domain>persistent|non-persistent)/(?P<tenant>[^/]+)/"
                         r"(?P<ns>[^/]+)/(?P<topic>.+)"), self.lookup),
             (re.compile(r"/emulator/status/?"), self.status),
@@ -235,14 +232,6 @@ class AdminViews:
     def _check_cluster(self, cluster: str) -> None:
         if cluster != self.cluster.name:
             raise _NotFound(f"Cluster {cluster} does not exist.")
-
-    def isolation_policies(self, query: dict[str, str], cluster: str) -> Response:
-        self._check_cluster(cluster)
-        raise _NotFound(f"NamespaceIsolationPolicies for cluster {cluster} does not exist")
-
-    def failure_domains(self, query: dict[str, str], cluster: str) -> Response:
-        self._check_cluster(cluster)
-        return _json({})
 
     def lookup(self, query: dict[str, str], domain: str, tenant: str, ns: str, topic: str) -> Response:
         name = f"{domain}://{tenant}/{ns}/{topic}"

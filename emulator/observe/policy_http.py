@@ -104,9 +104,7 @@ class PolicyRoutes:
             return wrong
         admin = self.cluster.policies
         if method == "GET":
-            if name is None:
-                return _json(await admin.get_isolation_policies())
-            return _json(await admin.get_isolation_policy(name))
+            return _json(admin.peek("isolation", name))
         if name is None:
             return _error(405, f"{method} needs a policy name: .../namespaceIsolationPolicies/<policyName>")
         if method == "POST":
@@ -125,9 +123,7 @@ class PolicyRoutes:
             return wrong
         admin = self.cluster.policies
         if method == "GET":
-            if name is None:
-                return _json(await admin.get_failure_domains())
-            return _json(await admin.get_failure_domain(name))
+            return _json(admin.peek("domains", name))
         if name is None:
             return _error(405, f"{method} needs a domain name: .../failureDomains/<domainName>")
         if method == "POST":
@@ -147,7 +143,7 @@ class PolicyRoutes:
         admin = self.cluster.policies
         namespace = f"{tenant}/{ns}"
         if method == "GET":
-            group = await admin.get_anti_affinity_group(namespace)
+            group = admin.peek("anti_affinity", namespace)
             return _NO_CONTENT if group is None else (200, _TEXT, group.encode())
         if method == "POST":
             text = body.decode("utf-8", errors="replace").strip()

@@ -22,12 +22,9 @@ from emulator.runtime import run_external
 from emulator.snapshot.export import export
 from emulator.snapshot.to_scenario import read_snapshot, scenario_dict, to_toml
 from emulator.workload import loader
-from emulator.workload.schema import Scenario
 from tests.workload.harness import observed
 
 SAMPLE = Path(__file__).resolve().parents[2] / "emulator" / "snapshot" / "sample"
-NEEDS_INITIAL = pytest.mark.xfail("initial" not in Scenario.__struct_fields__,
-                                  reason="needs [initial] from wt16-initial", strict=False)
 
 SOURCE = """
 [scenario]
@@ -191,7 +188,6 @@ async def test_the_converted_topics_publish_the_exported_rates_on_brokers_of_the
                 assert getattr(mine, key).limit == pytest.approx(getattr(theirs, key).limit)
 
 
-@NEEDS_INITIAL
 @pytest.mark.anyio
 async def test_export_to_scenario_run_reproduces_the_exported_ownership_and_rates(tmp_path):
     snap = await take_snapshot(tmp_path)
@@ -242,7 +238,6 @@ def test_the_sample_snapshot_converts_to_its_brokers_owners_rates_and_policies()
     assert sum(len(g["names"]) for g in scenario["topics"]) == 17
 
 
-@NEEDS_INITIAL
 @pytest.mark.anyio
 async def test_the_sample_snapshot_runs_from_its_stated_owners():
     scenario, _ = scenario_dict(read_snapshot(SAMPLE), duration="5m")
