@@ -35,6 +35,12 @@ __all__ = ["DeadlockError", "VirtualEventLoop", "run_external"]
 
 T = TypeVar("T")
 _MIN_CLOCK_RESOLUTION = 1e-9
+_ROUNDS_PER_POLL = 16
+# asyncio's own thresholds for purging cancelled timers (base_events.py), read rather than copied
+_MIN_SCHEDULED_TIMER_HANDLES: int = asyncio.base_events._MIN_SCHEDULED_TIMER_HANDLES  # type: ignore[attr-defined]
+_MIN_CANCELLED_TIMER_HANDLES_FRACTION: float = (
+    asyncio.base_events._MIN_CANCELLED_TIMER_HANDLES_FRACTION)  # type: ignore[attr-defined]
+_MAXIMUM_SELECT_TIMEOUT: float = asyncio.base_events.MAXIMUM_SELECT_TIMEOUT  # type: ignore[attr-defined]
 
 
 class DeadlockError(RuntimeError):
@@ -142,6 +148,63 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             # _run_once fires timers with `when < now + resolution`; far from 0.0 a fixed 1e-9 is
             # below one float step, the timer at `now` would never fire, and the loop would spin.
             self._clock_resolution = max(_MIN_CLOCK_RESOLUTION, math.ulp(target))
+
+    def _run_once(self) -> None:
+        """asyncio's iteration, with the rounds of one instant run back to back.
+
+        asyncio polls the selector between every two rounds of ready callbacks. Here the rounds
+        that follow each other at one virtual instant (callbacks scheduling callbacks, timers due
+        now) run without a poll in between, up to `_ROUNDS_PER_POLL` of them: the order of the
+        callbacks is asyncio's exactly (ready ones first, then the timers due, each round), only
+        real I/O (the self-pipe, sockets) is looked at less often, and a thread's
+        `call_soon_threadsafe` lands in `_ready` directly anyway. Debug mode keeps asyncio's loop,
+        slow-callback warnings and all."""
+        if self._debug:
+            super()._run_once()  # type: ignore[misc]
+            return
+        scheduled = self._scheduled
+        sched_count = len(scheduled)
+        if (sched_count > _MIN_SCHEDULED_TIMER_HANDLES
+                and self._timer_cancelled_count / sched_count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION):
+            kept = []
+            for handle in scheduled:
+                if handle._cancelled:
+                    handle._scheduled = False
+                else:
+                    kept.append(handle)
+            heapq.heapify(kept)
+            self._scheduled = scheduled = kept
+            self._timer_cancelled_count = 0
+        else:
+            while scheduled and scheduled[0]._cancelled:
+                self._timer_cancelled_count -= 1
+                handle = heapq.heappop(scheduled)
+                handle._scheduled = False
+        ready = self._ready
+        timeout: float | None = None
+        if ready or self._stopping:
+            timeout = 0
+        elif scheduled:
+            timeout = min(max(0.0, scheduled[0]._when - self.time()), _MAXIMUM_SELECT_TIMEOUT)
+        self._process_events(self._selector.select(timeout))
+        heappop = heapq.heappop
+        for _ in range(_ROUNDS_PER_POLL):
+            scheduled = self._scheduled
+            end_time = self._virtual_now + self._clock_resolution
+            while scheduled and scheduled[0]._when < end_time:
+                handle = heappop(scheduled)
+                handle._scheduled = False
+                ready.append(handle)
+            ntodo = len(ready)
+            if not ntodo:
+                return
+            popleft = ready.popleft
+            for _ in range(ntodo):
+                handle = popleft()
+                if not handle._cancelled:
+                    handle._run()
+            if self._stopping:
+                return
 
     def call_at(self, when: float, callback: Callable[..., object], *args: Any,
                 context: Context | None = None) -> asyncio.TimerHandle:
