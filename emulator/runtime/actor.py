@@ -314,9 +314,9 @@ class Actor:
                 batch = 0
                 # Straight to the wait: no extra loop turn before going idle. With operation
                 # latencies an actor goes idle after nearly every message (each arrives at its own
-                # instant), and the turn cost a task step each time (~30 % of a 2 h default run's
-                # CPU). Same-instant interleavings differ from the yielding loop's; decisions are
-                # still a function of the seed.
+                # instant), and the turn cost a task step each time (a few % of a 2 h default run's
+                # CPU, measured back to back). Same-instant interleavings differ from the yielding
+                # loop's; decisions are still a function of the seed.
                 await box.wait()
                 continue  # re-check the state: a stop() may have woken us
             if batch >= FAIRNESS_BATCH:
