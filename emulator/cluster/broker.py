@@ -1058,10 +1058,24 @@ class Broker(Actor):
     async def _report_loop(self) -> None:
         """LoadReportUpdaterTask: every 5 s, write the report if it changed enough or is 15 min old.
 
+        At a fixed rate, as Pulsar schedules it (PulsarService.startLoadManagementService:
+        `loadManagerExecutor.scheduleAtFixedRate(new LoadReportUpdaterTask(...), 5000, 5000, ms)`): the
+        ticks stay on start + k x 5 s whatever the write costs. The write blocks its tick
+        (ModularLoadManagerImpl.writeBrokerDataOnZooKeeper joins the metadata update), so a write
+        longer than the interval delays the next tick, which then runs at once (the executor's
+        catch-up), never two at a time. A fixed delay after each write would let every broker's ticks
+        drift by its metadata latency, cycle after cycle.
+
         `asyncio.sleep` is what `anyio.sleep` awaits on this loop, without the backend lookup: this
         timer fires for every broker every 5 emulated seconds."""
+        loop = asyncio.get_running_loop()
+        interval = self.report_interval
+        start = loop.time()
+        k = 0
         while True:
-            await asyncio.sleep(self.report_interval)
+            k += 1
+            delay = start + k * interval - loop.time()
+            await asyncio.sleep(delay if delay > 0.0 else 0.0)
             await self.write_load_report()
 
     def _start_windows(self) -> None:

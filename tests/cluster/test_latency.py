@@ -126,3 +126,25 @@ def test_every_default_is_nonzero_and_zero_is_zero():
         assert not getattr(Latencies(), name.name).is_zero, name.name
     z = Latencies.zero()
     assert all(getattr(z, f.name) == Constant(0.0) for f in msgspec.structs.fields(Latencies))
+
+
+@pytest.mark.anyio
+async def test_load_report_ticks_keep_a_fixed_rate_whatever_the_write_costs():
+    """LoadReportUpdaterTask runs at a fixed rate (scheduleAtFixedRate): with a 0.4 s metadata write
+    every tick still falls on start + k x 5 s; a fixed delay after each write would drift 0.4 s per
+    cycle (and every broker by its own latency)."""
+    async with emulated_cluster(2, seed=5, namespaces={NS: 2},
+                                settings=settings(metadata_op=Constant(0.4))) as cluster:
+        ticks: dict[str, list[float]] = {b: [] for b in cluster.live_brokers()}
+        for b, broker in cluster.brokers.items():
+            write = broker.write_load_report
+
+            async def spy(force: bool = False, b: str = b, write=write) -> bool:
+                ticks[b].append(cluster.system.clock.now())
+                return await write(True)   # every tick writes, and so waits for the store
+
+            broker.write_load_report = spy   # type: ignore[method-assign]
+        await cluster.wait_until(lambda: all(len(t) >= 13 for t in ticks.values()), timeout=120)
+    for b, t in ticks.items():
+        gaps = [later - earlier for earlier, later in zip(t, t[1:])]
+        assert gaps == pytest.approx([5.0] * len(gaps), abs=1e-6), (b, gaps)
