@@ -262,7 +262,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                         if getattr(scenario, "expect", None) else None)
             async with anyio.create_task_group() as tg:
                 done = anyio.Event()
-                if timeline is not None:
+                if timeline is not None and obs.recorder is not None:
+                    timeline.follow(obs.recorder)   # one collection of the metrics per sample
+                elif timeline is not None:
                     tg.start_soon(timeline.run)
 
                 async def watch_signals() -> None:

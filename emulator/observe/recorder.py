@@ -38,6 +38,7 @@ import math
 import os
 import platform
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -172,6 +173,9 @@ class Recorder:
         self._clock = cluster.system.clock
         self._last_t = self._now() or 0.0
         self._last_sample_t: float | None = None
+        self.row_listeners: list[Callable[[float, list[Any]], None]] = []
+        """Called with (t, rows) on every sample block: a timeline of the same run takes the recorder's
+        rows instead of collecting the metrics a second time at the same instant."""
         self._last_flush_t = self._last_t
         self._closed = False
         self._writing = False
@@ -243,6 +247,11 @@ class Recorder:
             if self.events.buffered > _MAX_BUFFER:
                 self.flush()
 
+    @property
+    def last_sample_t(self) -> float | None:
+        """The time stamp of the last sample block written, None before the first."""
+        return self._last_sample_t
+
     # ------------------------------------------------------------------ samples
 
     def sample(self, t: float | None = None) -> int:
@@ -257,6 +266,8 @@ class Recorder:
         # ',"name":<name>,"labels":{...},"value":' once per series (cached), then '<value>}\n'.
         encode = self._encoder.encode
         rows = self.metrics.rows()
+        for listener in self.row_listeners:
+            listener(t, rows)
         n = len(rows)
         self._last_sample_t = self._last_t = t
         if not n:

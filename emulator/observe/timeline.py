@@ -29,7 +29,8 @@ import msgspec
 from emulator.observe.decision_log import DECISION_KINDS, to_builtins
 from emulator.observe.publish import PublishLine
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:
+    from .recorder import Recorder
     from emulator.cluster.cluster import Cluster
     from emulator.cluster.events import Event
     from emulator.observe.metrics import ClusterMetrics
@@ -165,10 +166,22 @@ class LiveTimeline(Timeline):
             self.events.append({k: to_builtins(v) for k, v in event.items()})
 
     def sample(self, t: float) -> None:
-        for (name, label_names, label_values), value in self.metrics.rows():
+        self.take(t, self.metrics.rows())
+
+    def take(self, t: float, rows: list[Any]) -> None:
+        """One block of samples stamped `t` from the metrics' `rows()`: the timeline's own, or the
+        recorder's when the run is recorded (a `Recorder.row_listeners` entry instead of `run()`)."""
+        for (name, label_names, label_values), value in rows:
             if name in SAMPLED:
                 self.samples.append((t, name, tuple(sorted(zip(label_names, label_values))), float(value)))
         self._last_sample_t = t
+
+    def follow(self, recorder: "Recorder") -> None:
+        """Take the recorder's sample blocks instead of sampling (`run`): the same instants, one
+        collection of the metrics each. A block the recorder already wrote is taken again here."""
+        if recorder.last_sample_t is not None:
+            self.sample(recorder.last_sample_t)
+        recorder.row_listeners.append(self.take)
 
     async def run(self) -> None:
         interval = self.interval

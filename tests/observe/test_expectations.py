@@ -131,6 +131,15 @@ def test_recording_holds_the_scenario_text_every_config_key_and_the_results(tmp_
     assert again == result.expectations
 
 
+def test_a_recorded_run_and_an_unrecorded_one_measure_the_same(tmp_path):
+    """Recorded, the timeline takes the recorder's sample blocks (one collection of the metrics per
+    sample); unrecorded, it samples on its own on the same instants: the same values either way."""
+    recorded, _ = _run(WINDOWS, tmp_path)
+    plain = run(RunOptions(scenario=str(tmp_path / "expect.toml")), out=io.StringIO(), err=io.StringIO())
+    assert recorded.record_path is not None and plain.record_path is None
+    assert plain.expectations == recorded.expectations
+
+
 def test_kpis_over_any_window_agree_with_the_rollup_definitions(tmp_path):
     result, _ = _run(WINDOWS, tmp_path)
     tl = Timeline.from_recording(result.record_path)
