@@ -3,7 +3,8 @@
 Three things fail the block, each with a report (`report.failure_report`) naming the emulated time, the
 brokers and bundles involved, the last decisions that touched them, the seed and a command to rerun:
 an invariant violation (`InvariantViolation`), an actor that raised (`ActorFailed`, an emulator bug) and
-a `cluster.wait_until` that timed out (`WaitTimeout`, a TimeoutError).
+a `cluster.wait_until` that timed out (`WaitTimeout`, a TimeoutError). An exception of the test's own
+(a failed assert) keeps its type and message and gets the same report as a note.
 """
 
 from __future__ import annotations
@@ -59,6 +60,19 @@ def _require_virtual_loop(clock: Any) -> None:
         raise NotOnVirtualTime(_HOW_TO.format(loop=type(loop).__name__))
 
 
+def _report_for_error(cluster: Any, error: Exception, context: dict[str, Any]) -> str:
+    """The report of a failure inside the block: a `wait_until` that timed out, an assert of the test."""
+    from emulator.cluster.cluster import WaitTimeout
+
+    if isinstance(error, WaitTimeout):
+        brokers, bundles = names_in(cluster, error.what)
+        return failure_report(cluster, f"failed wait: {error.what}", time=error.time, brokers=brokers,
+                              bundles=bundles, context=context)
+    brokers, bundles = names_in(cluster, str(error))
+    return failure_report(cluster, f"failed: {type(error).__name__} in the test", brokers=brokers,
+                          bundles=bundles, context=context)
+
+
 @asynccontextmanager
 async def emulated_cluster(
     brokers: int = 3,
@@ -82,7 +96,7 @@ async def emulated_cluster(
 
     Extra keyword arguments go to `Cluster.start` (conf, namespaces, load_source, settings, clock, ...).
     """
-    from emulator.cluster.cluster import Cluster, WaitTimeout
+    from emulator.cluster.cluster import Cluster
     from emulator.observe.decision_log import DecisionLog
     from emulator.observe.invariants import InvariantChecker, InvariantViolation
 
@@ -92,6 +106,7 @@ async def emulated_cluster(
         checker = InvariantChecker(cluster, check_interval) if check_invariants else None
         cluster.invariants = checker
         cluster.decision_log = DecisionLog(cluster.events, log=False)
+        error: Exception | None = None
         async with anyio.create_task_group() as tg:
             if checker is not None:
                 tg.start_soon(checker.run)
@@ -99,15 +114,14 @@ async def emulated_cluster(
                 if wait_for_leader:
                     await cluster.wait_for_leader()
                 yield cluster
-            except WaitTimeout as e:
-                if strict:
-                    brokers_, bundles_ = names_in(cluster, e.what)
-                    e.args = (f"{e.args[0]}\n" + failure_report(
-                        cluster, f"failed wait: {e.what}", time=e.time, brokers=brokers_,
-                        bundles=bundles_, context=context),)
-                raise
+            except Exception as e:  # raised below, outside the task group (no ExceptionGroup)
+                error = e
             finally:
                 tg.cancel_scope.cancel()
+        if error is not None:
+            if strict:
+                error.add_note(_report_for_error(cluster, error, context))
+            raise error
         if checker is not None:
             checker.check_now()
         if strict:

@@ -47,13 +47,17 @@ def failure_report(cluster: Any, headline: str, *, time: float | None = None,
     command; default: rerun the current pytest test)."""
     brokers, bundles = list(dict.fromkeys(brokers)), list(dict.fromkeys(bundles))
     now = cluster.system.clock.now() if time is None else time
+    named = "involved"
+    if not brokers and not bundles:   # nothing named by the failure: those of the latest decisions
+        brokers, bundles = _named_by_decisions(cluster, now, limit)
+        named = "in the last decisions"
     ctx = dict(context or {})
     lines = [headline, f"  emulated time: t={now:.3f}s ({_clock_text(now)})"]
-    lines.append(f"  broker(s): {', '.join(brokers) if brokers else '-'}"
+    lines.append(f"  broker(s) {named}: {', '.join(brokers) if brokers else '-'}"
                  f"  (live: {', '.join(cluster.live_brokers()) or 'none'}; leader: {cluster.leader() or 'none'})")
-    lines.append(f"  bundle(s): {', '.join(bundles) if bundles else '-'}")
-    touched, scope = _decisions(cluster, brokers + bundles, limit, until=now)
-    lines.append(f"  last decisions {scope} (newest last):")
+    lines.append(f"  bundle(s) {named}: {', '.join(bundles) if bundles else '-'}")
+    touched, scope = _decisions(cluster, brokers + bundles if named == "involved" else [], limit, until=now)
+    lines.append(f"  last decisions{scope} (newest last):")
     lines.extend(f"    {line}" for line in touched) if touched else lines.append("    (none)")
     owned: dict[str, int] = {}
     for owner in cluster.ownership().values():
@@ -71,15 +75,23 @@ def failure_report(cluster: Any, headline: str, *, time: float | None = None,
     return "\n".join(lines)
 
 
+def _named_by_decisions(cluster: Any, until: float, limit: int) -> tuple[list[str], list[str]]:
+    log = getattr(cluster, "decision_log", None)
+    entries = [e for e in getattr(log, "entries", ()) if e.get("t", 0.0) <= until][-limit:]
+    brokers = [e["broker"] for e in entries if isinstance(e.get("broker"), str)]
+    bundles = [e["bundle"] for e in entries if isinstance(e.get("bundle"), str)]
+    return list(dict.fromkeys(brokers)), list(dict.fromkeys(bundles))
+
+
 def _decisions(cluster: Any, names: list[str], limit: int, until: float) -> tuple[list[str], str]:
     """Decisions up to `until` (the failure's time): later ones cannot have caused it."""
     log = getattr(cluster, "decision_log", None)
     entries = [e for e in getattr(log, "entries", ()) if e.get("t", 0.0) <= until]
     if not names:
-        return [_entry_text(e) for e in entries[-limit:]], "(all)"
+        return [_entry_text(e) for e in entries[-limit:]], ""
     encoded = [(e, msgspec.json.encode(e, order="deterministic").decode()) for e in entries]
     hits = [e for e, text in encoded if any(n in text for n in names)]
-    return [_entry_text(e) for e in hits[-limit:]], "touching them"
+    return [_entry_text(e) for e in hits[-limit:]], " touching them"
 
 
 def _entry_text(entry: dict[str, Any]) -> str:
