@@ -56,7 +56,7 @@ def failure_report(cluster: Any, headline: str, *, time: float | None = None,
     lines.append(f"  broker(s) {named}: {', '.join(brokers) if brokers else '-'}"
                  f"  (live: {', '.join(cluster.live_brokers()) or 'none'}; leader: {cluster.leader() or 'none'})")
     lines.append(f"  bundle(s) {named}: {', '.join(bundles) if bundles else '-'}")
-    touched, scope = _decisions(cluster, brokers + bundles if named == "involved" else [], limit, until=now)
+    touched, scope = _decisions(cluster, brokers + bundles, limit, until=now)
     lines.append(f"  last decisions{scope} (newest last):")
     lines.extend(f"    {line}" for line in touched) if touched else lines.append("    (none)")
     owned: dict[str, int] = {}
@@ -76,8 +76,11 @@ def failure_report(cluster: Any, headline: str, *, time: float | None = None,
 
 
 def _named_by_decisions(cluster: Any, until: float, limit: int) -> tuple[list[str], list[str]]:
+    """Those of the latest decisions about a bundle (assignments, unloads, splits); periodic shedding
+    plans that moved nothing would otherwise crowd them out."""
     log = getattr(cluster, "decision_log", None)
-    entries = [e for e in getattr(log, "entries", ()) if e.get("t", 0.0) <= until][-limit:]
+    entries = [e for e in getattr(log, "entries", ())
+               if e.get("t", 0.0) <= until and isinstance(e.get("bundle"), str)][-limit:]
     brokers = [e["broker"] for e in entries if isinstance(e.get("broker"), str)]
     bundles = [e["bundle"] for e in entries if isinstance(e.get("bundle"), str)]
     return list(dict.fromkeys(brokers)), list(dict.fromkeys(bundles))
