@@ -44,7 +44,7 @@ def test_the_readme_example_fails_with_a_report_when_the_strategy_is_broken(tmp_
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
     assert "failed wait: all 64 bundles owned" in out and "emulated time: t=" in out
-    assert "broker-99:8080" in out and re.search(r"public/\w+/0x[0-9a-f]{8}_0x[0-9a-f]{8}", out)
+    assert "broker-99:8080" in out and re.search(r"media/streams/0x[0-9a-f]{8}_0x[0-9a-f]{8}", out)
     assert "seed: 4, scenario=heterogeneous-brokers, placement=fewest_bundles:FewestBundles" in out
     assert "reproduce: python -m pytest test_fewest_bundles.py::" in out
     assert "the run alone: pulsar-lb-emulator run heterogeneous-brokers --seed 4" in out
