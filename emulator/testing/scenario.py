@@ -58,7 +58,7 @@ class ScenarioHandle:
 
 def _cli_command(name: str, seed: int, placement: str | None, shedder: str | None,
                  overrides: dict[str, Any]) -> str:
-    parts = ["pulsar-lb-emulator", "run", name, "--seed", str(seed)]
+    parts = ["python", "-m", "emulator", "run", name, "--seed", str(seed)]   # -m: the current folder is importable (your strategies)
     if placement:
         parts += ["--placement", placement]
     if shedder:

@@ -80,5 +80,5 @@ async def test_a_failed_assert_of_the_test_keeps_its_message_and_gets_the_report
     report = notes(info.value)
     assert "emulated time: t=" in report and "seed: 10" in report
     assert "scenario=broker-crash, placement=RoundRobinBrokerSelector" in report
-    assert ("the run alone: pulsar-lb-emulator run broker-crash --seed 10 "
+    assert ("the run alone: python -m emulator run broker-crash --seed 10 "
             "--placement RoundRobinBrokerSelector") in report

@@ -47,4 +47,11 @@ def test_the_readme_example_fails_with_a_report_when_the_strategy_is_broken(tmp_
     assert "broker-99:8080" in out and re.search(r"media/streams/0x[0-9a-f]{8}_0x[0-9a-f]{8}", out)
     assert "seed: 4, scenario=heterogeneous-brokers, placement=fewest_bundles:FewestBundles" in out
     assert "reproduce: python -m pytest test_fewest_bundles.py::" in out
-    assert "the run alone: pulsar-lb-emulator run heterogeneous-brokers --seed 4" in out
+    assert "the run alone: python -m emulator run heterogeneous-brokers --seed 4" in out
+    # the report's "run alone" command replays the broken run from the project's folder (shortened here)
+    cli = re.search(r"the run alone: (.*)$", out, re.M)[1].split()
+    assert cli[:3] == ["python", "-m", "emulator"]
+    run = subprocess.run([sys.executable, *cli[1:], "--duration", "3m"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"bundles +0 owned; .*\(0 connected, 3200 failed\)", run.stdout), run.stdout
