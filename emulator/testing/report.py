@@ -41,7 +41,8 @@ def failure_report(cluster: Any, headline: str, *, time: float | None = None,
                    brokers: Iterable[str] = (), bundles: Iterable[str] = (),
                    context: dict[str, Any] | None = None, limit: int = 8) -> str:
     """The text a failing test shows: `headline`, then time, brokers, bundles, the last `limit`
-    decisions that name any of them (the last ones overall when none is named), seed and command.
+    decisions up to `time` that name any of them (when the failure names none: the brokers and bundles
+    of the latest decisions about bundles), who owns what now, the seed and the commands.
 
     `context`: what reproduces the run beyond the seed (scenario, placement, shedder, `repro`: a
     command; default: rerun the current pytest test)."""
@@ -54,11 +55,11 @@ def failure_report(cluster: Any, headline: str, *, time: float | None = None,
     ctx = dict(context or {})
     lines = [headline, f"  emulated time: t={now:.3f}s ({_clock_text(now)})"]
     lines.append(f"  broker(s) {named}: {', '.join(brokers) if brokers else '-'}"
-                 f"  (live: {', '.join(cluster.live_brokers()) or 'none'}; leader: {cluster.leader() or 'none'})")
+                 f"  (now live: {', '.join(cluster.live_brokers()) or 'none'}; leader: {cluster.leader() or 'none'})")
     lines.append(f"  bundle(s) {named}: {', '.join(bundles) if bundles else '-'}")
     touched, scope = _decisions(cluster, brokers + bundles, limit, until=now)
     lines.append(f"  last decisions{scope} (newest last):")
-    lines.extend(f"    {line}" for line in touched) if touched else lines.append("    (none)")
+    lines.extend(f"    {line}" for line in touched or ["(none)"])
     owned: dict[str, int] = {}
     for owner in cluster.ownership().values():
         owned[owner] = owned.get(owner, 0) + 1
