@@ -1,16 +1,27 @@
-"""Shared pytest fixtures. Keep the anyio_backend fixture first; append others below it."""
+"""Shared pytest configuration: every async test of the project runs on the virtual clock.
+
+Async tests are `@pytest.mark.asyncio` (pytest-asyncio, strict mode); `tests/testing/` checks the plugin
+users get (which picks the loop per test) and keeps the one anyio test that proves that path.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from emulator.runtime import VirtualEventLoop
+from emulator.testing import VIRTUAL_BACKEND
+
+
+def pytest_asyncio_loop_factories(config, item):
+    """The project's own async tests are all emulator tests: all on virtual time, cluster fixture or not
+    (asked before the plugin's own answer, which only switches tests that use a cluster fixture)."""
+    return {"virtual": VirtualEventLoop}
 
 
 @pytest.fixture
 def anyio_backend():
-    """Every `@pytest.mark.anyio` test runs on the virtual clock unless it overrides this."""
-    return ("asyncio", {"loop_factory": VirtualEventLoop})
+    """The remaining `@pytest.mark.anyio` test (tests/testing) runs on the virtual clock too."""
+    return VIRTUAL_BACKEND
 
 
 @pytest.fixture(autouse=True)

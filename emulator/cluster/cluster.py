@@ -15,6 +15,7 @@ import msgspec
 
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig
+from emulator.model.durations import format_duration, parse_duration
 from emulator.model.policies import LocalPolicies
 from emulator.runtime import Actor, ActorDead, ActorFailure, ActorSystem, AskTimeout, Clock, Reply, VirtualClock
 
@@ -37,6 +38,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from .policy_admin import PolicyAdmin
 
 STORE_NAME = "metadata-store"
+
+
+class WaitTimeout(TimeoutError):
+    """`Cluster.wait_until` gave up: what was awaited, for how long, and when (emulated seconds).
+    `emulator.testing` turns it into a failure report naming the seed and the last decisions."""
+
+    def __init__(self, what: str, timeout: float, started: float, now: float) -> None:
+        super().__init__(f"{what} not reached within {format_duration(timeout)} "
+                         f"({timeout:g} emulated seconds; waited from t={started:.3f}s to t={now:.3f}s)")
+        self.what, self.timeout, self.started, self.time = what, timeout, started, now
 
 
 class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -361,14 +372,22 @@ class Cluster:
 
     # ------------------------------------------------------------------ waiting
 
-    async def wait_until(self, predicate: Callable[[], bool], *, timeout: float = 300.0,
-                         poll: float = 0.1, what: str = "condition") -> float:
-        """Poll `predicate` on the cluster clock; returns the emulated time it became true."""
-        deadline = self.system.clock.now() + timeout
+    async def wait_until(self, predicate: Callable[[], bool], *, timeout: float | str = 300.0,
+                         poll: float | str = 0.1, what: str = "condition") -> float:
+        """Poll `predicate` on the cluster clock; returns the emulated time it became true.
+
+        `timeout` and `poll` are emulated durations: seconds or text such as "5m", "90s", "1h30m".
+        On timeout raises `WaitTimeout` (a TimeoutError) carrying `what` and the emulated time."""
+        limit, step = parse_duration(timeout), parse_duration(poll)
+        if step <= 0:
+            raise ValueError(f"poll = {poll!r}; must be > 0 emulated seconds")
+        started = self.system.clock.now()
+        deadline = started + limit
         while not predicate():
-            if self.system.clock.now() >= deadline:
-                raise TimeoutError(f"{what} not reached within {timeout} emulated seconds")
-            await anyio.sleep(poll)
+            now = self.system.clock.now()
+            if now >= deadline:
+                raise WaitTimeout(what, limit, started, now)
+            await anyio.sleep(step)
         return self.system.clock.now()
 
     async def wait_for_leader(self, timeout: float = 120.0) -> str:

@@ -41,7 +41,7 @@ class ExpectResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _dur(seconds: float) -> str:
-    from emulator.workload.durations import format_duration
+    from emulator.model.durations import format_duration
 
     return format_duration(seconds)
 

@@ -28,19 +28,26 @@ class Violation(msgspec.Struct, frozen=True):
     invariant: str
     time: float
     detail: str
+    brokers: tuple[str, ...] = ()      # the brokers and bundles involved, for a failure report
+    bundles: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"invariant {self.invariant} violated at t={self.time:.3f}s: {self.detail}"
 
 
 class InvariantViolation(AssertionError):
-    def __init__(self, violations: list[Violation]) -> None:
+    """`report`: the test harness's account of the first violation (decisions, seed, command)."""
+
+    def __init__(self, violations: list[Violation], report: str | None = None) -> None:
         lines = [str(v) for v in violations[:20]]
         more = len(violations) - len(lines)
         if more > 0:
             lines.append(f"... and {more} more")
+        if report:
+            lines.append(report)
         super().__init__("\n".join(lines))
         self.violations = violations
+        self.report = report
 
 
 class InvariantChecker:
@@ -59,7 +66,7 @@ class InvariantChecker:
         # every bundle, and names and node contents rarely change between two checks.
         self._parsed: dict[str, tuple[str, int, int]] = {}
         self._owned: list[tuple[str, str]] = []
-        self._overlaps: list[str] = []
+        self._overlaps: list[tuple[str, str, str, str, str]] = []
         self._owner_of: dict[bytes, str] = {}
         self._coverage_of: dict[tuple[str, bytes], str | None] = {}
 
@@ -99,17 +106,20 @@ class InvariantChecker:
                 other = holder.get(bundle)
                 if other is not None:
                     out.append(Violation("single-owner", now,
-                                         f"bundle {bundle} active on {other} and {broker_id}"))
+                                         f"bundle {bundle} active on {other} and {broker_id}",
+                                         brokers=(other, broker_id), bundles=(bundle,)))
                 holder[bundle] = broker_id
                 owned.append((bundle, broker_id))
         if owned != self._owned:         # overlaps depend on nothing else: same ownership, same ones
             self._owned, self._overlaps = owned, self._find_overlaps(owned)
-        out.extend(Violation("single-owner", now, detail) for detail in self._overlaps)
+        out.extend(Violation("single-owner", now, detail, brokers=(o1, o2), bundles=(b1, b2))
+                   for detail, b1, o1, b2, o2 in self._overlaps)
         return out
 
-    def _find_overlaps(self, owned: list[tuple[str, str]]) -> list[str]:
-        """Actively owned bundles of a namespace whose hash ranges overlap (a split parent and child)."""
-        out: list[str] = []
+    def _find_overlaps(self, owned: list[tuple[str, str]]) -> list[tuple[str, str, str, str, str]]:
+        """Actively owned bundles of a namespace whose hash ranges overlap (a split parent and child):
+        (detail, bundle, owner, other bundle, its owner)."""
+        out: list[tuple[str, str, str, str, str]] = []
         by_ns: dict[str, list[tuple[int, int, str, str]]] = {}
         old, parsed = self._parsed, {}
         for bundle, broker_id in owned:
@@ -124,7 +134,7 @@ class InvariantChecker:
             ranges.sort()
             for (l1, u1, b1, o1), (l2, u2, b2, o2) in zip(ranges, ranges[1:]):
                 if l2 < u1 and b1 != b2:
-                    out.append(f"overlapping bundles {b1} ({o1}) and {b2} ({o2})")
+                    out.append((f"overlapping bundles {b1} ({o1}) and {b2} ({o2})", b1, o1, b2, o2))
         return out
 
     def _coverage(self, now: float) -> list[Violation]:
@@ -160,7 +170,8 @@ class InvariantChecker:
             session = store.ephemeral_owner(path)
             if session is None or not store.session_alive(session):
                 out.append(Violation("owner-alive", now,
-                                     f"{path} owned by dead broker {owner} whose session is gone"))
+                                     f"{path} owned by dead broker {owner} whose session is gone",
+                                     brokers=(owner,), bundles=(path[len("/namespace/"):],)))
         self._owner_of = memo
         return out
 

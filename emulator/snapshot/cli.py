@@ -81,7 +81,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_to_scenario(args: argparse.Namespace) -> int:
-    from emulator.workload.durations import parse_duration
+    from emulator.model.durations import parse_duration
 
     from .to_scenario import SnapshotError, read_snapshot, scenario_dict, to_toml
 

@@ -21,7 +21,7 @@ import msgspec
 
 from emulator.cluster.latency import LATENCY_NAMES, Constant, Distribution, Latencies, LogNormal, Uniform
 
-from .durations import parse_duration
+from emulator.model.durations import parse_duration
 from .errors import ScenarioError
 
 __all__ = ["LEGACY_KEYS", "latencies", "parse_distribution"]

@@ -29,7 +29,7 @@ from emulator.model.config import ConfigError, ServiceConfig
 
 from . import limits
 from .errors import MISSING, ScenarioError
-from .durations import format_duration
+from emulator.model.durations import format_duration
 from .schema import (
     AddBrokers,
     DeleteFailureDomain,

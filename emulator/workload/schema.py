@@ -79,7 +79,7 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-from .durations import parse_duration
+from emulator.model.durations import parse_duration
 from .resources import BrokerCapacity, ResourceModelConstants
 
 __all__ = [

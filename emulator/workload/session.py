@@ -82,9 +82,14 @@ async def start_scenario(
                        name=name, **extra) as cluster:
         workload.t0 = cluster.system.clock.now()
         run = ScenarioRun(scenario, cluster, workload, workload.t0)
+        error: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive, cluster, scenario, workload)
             try:
                 yield run
+            except Exception as e:  # the block's own error, raised as itself (not an ExceptionGroup)
+                error = e
             finally:
                 tg.cancel_scope.cancel()
+        if error is not None:
+            raise error

@@ -25,7 +25,7 @@ def test_equal_bytes_reuse_the_value_and_new_bytes_decode_again():
     assert len(calls) == 3 and (cache.hits, cache.misses) == (1, 3)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_brokers_share_decoded_bundle_ranges_and_see_a_split():
     ns = "public/default"
     async with emulated_cluster(3, seed=3, namespaces={ns: 4}) as cluster:

@@ -15,7 +15,7 @@ def topics(n: int, prefix: str = "t") -> list[str]:
     return [f"persistent://{NS}/{prefix}-{i}" for i in range(n)]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_killing_the_leader_elects_a_new_one_and_lookups_continue():
     async with emulated_cluster(3, seed=11, namespaces={NS: 8}) as cluster:
         old = await cluster.wait_for_leader()
@@ -45,7 +45,7 @@ async def test_killing_the_leader_elects_a_new_one_and_lookups_continue():
         assert set(cluster.ownership().values()) <= set(cluster.live_brokers())
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_crashed_broker_keeps_its_bundles_until_its_session_expires():
     async with emulated_cluster(3, seed=12, namespaces={NS: 12}) as cluster:
         leader = await cluster.wait_for_leader()
@@ -89,7 +89,7 @@ async def _decision_trace(seed: int) -> list[tuple]:
     return trace
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_same_seed_gives_the_identical_decision_sequence():
     a = await _decision_trace(21)
     b = await _decision_trace(21)
@@ -98,7 +98,7 @@ async def test_same_seed_gives_the_identical_decision_sequence():
     assert await _decision_trace(22) != a
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_connected_count_follows_every_handle_through_a_crash_and_a_close():
     """The client counts its connected handles as they change state; the count must equal a scan
     of the handles after connecting, after a crash drops some, after they return, after a close."""

@@ -30,7 +30,7 @@ async def _boom() -> None:
 # --------------------------------------------------------------------------- emulator faults
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_an_actor_crash_fails_the_test_block_and_is_logged_once_with_its_traceback():
     with capture_logs() as logs:
         with pytest.raises(ActorFailed, match=r"broker-2:8080 at t=.*RuntimeError\('injected emulator bug'\)"):
@@ -42,7 +42,7 @@ async def test_an_actor_crash_fails_the_test_block_and_is_logged_once_with_its_t
     assert len(crashed) == 1 and isinstance(crashed[0]["exc_info"], RuntimeError)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_an_actor_crash_is_counted_summarized_first_and_recorded(tmp_path):
     async with emulated_cluster(3, seed=2, strict=False) as cluster:
         async with observe(cluster, record_dir=tmp_path / "run", record_interval=5.0) as obs:
@@ -61,7 +61,7 @@ async def test_an_actor_crash_is_counted_summarized_first_and_recorded(tmp_path)
     assert json.loads((tmp_path / "run" / "run.json").read_text())["actor_failures"] == 1
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_broker_that_raises_drops_its_clients_like_a_dead_process():
     async with emulated_cluster(3, seed=3, namespaces={NS: 8}, strict=False) as cluster:
         client = cluster.add_client()
@@ -78,7 +78,7 @@ async def test_a_broker_that_raises_drops_its_clients_like_a_dead_process():
         assert cluster.system.failures and cluster.system.failures[0].actor == victim
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_builtin_strategy_that_raises_is_an_emulator_bug_not_a_user_fault(monkeypatch):
     def broken(self, *args, **kwargs):
         raise KeyError("built-in bug")
@@ -117,7 +117,7 @@ def test_a_clean_run_exits_0(capsys):
 # --------------------------------------------------------------------------- user faults
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_placement_that_raises_fails_those_lookups_and_the_clients_retry():
     settings = ClusterSettings(placement=f"{FAULTY}:FlakyPlacement")
     with capture_logs() as logs:
@@ -138,7 +138,7 @@ async def test_a_placement_that_raises_fails_those_lookups_and_the_clients_retry
     assert isinstance(warned[0]["exc_info"], RuntimeError)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_shedder_that_raises_skips_each_cycle_and_the_run_goes_on():
     conf = ServiceConfig().with_overrides({"loadBalancerSheddingIntervalMinutes": "1"}, source="test")
     settings = ClusterSettings(shedder=f"{FAULTY}:RaisingShedder")
@@ -163,7 +163,7 @@ async def test_a_shedder_that_raises_skips_each_cycle_and_the_run_goes_on():
     assert isinstance(warned[0]["exc_info"], ZeroDivisionError)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_follower_deciding_locally_reports_the_fault_and_fails_that_decision():
     from emulator.cluster.user_faults import UserCodeError
 

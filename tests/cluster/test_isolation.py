@@ -51,7 +51,7 @@ async def policies_reached_the_leader(cluster) -> None:
                              what="the leader's policy view")
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_isolated_bundles_on_primaries_then_secondaries_after_failover_never_elsewhere():
     """primary = broker-1, broker-2; secondary = broker-3; min_limit = 2; broker-4 shared."""
     async with emulated_cluster(4, seed=5, namespaces={ISO: 8, SHARED: 8}) as cluster:
@@ -80,7 +80,7 @@ async def test_isolated_bundles_on_primaries_then_secondaries_after_failover_nev
         assert all(b in {"broker-1:8080", "broker-2:8080", "broker-3:8080"} for _, b in assigned(cluster, ISO))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_min_limit_1_keeps_the_namespace_on_its_only_primary_and_deleting_the_policy_frees_it():
     async with emulated_cluster(3, seed=8, namespaces={ISO: 4}) as cluster:
         admin = cluster.policies
@@ -101,7 +101,7 @@ async def test_min_limit_1_keeps_the_namespace_on_its_only_primary_and_deleting_
         assert len(set(owners_of(cluster, ISO).values())) > 1   # free to spread again
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_setting_a_policy_unloads_matching_namespaces_and_later_lookups_follow_it():
     """setNamespaceIsolationPolicy's default unloadBundles=true: the namespace moves under the policy."""
     async with emulated_cluster(3, seed=11, namespaces={ISO: 4, SHARED: 4}) as cluster:
@@ -120,7 +120,7 @@ async def test_setting_a_policy_unloads_matching_namespaces_and_later_lookups_fo
         assert set(owners_of(cluster, SHARED)) == set(shared_before)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_followers_local_decision_applies_the_policies():
     """No leader reachable: NamespaceService decides on the broker the lookup reached, with the same
     policies (its own ModularLoadManagerImpl and caches)."""
@@ -164,7 +164,7 @@ async def _place_group(seed: int, domains_enabled: bool) -> list[str]:
 DOMAIN = {"broker-1:8080": 0, "broker-2:8080": 0, "broker-3:8080": 1, "broker-4:8080": 1}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_failure_domains_spread_an_anti_affinity_group_across_domains(seed):
     placed = await _place_group(seed, domains_enabled=True)
@@ -175,7 +175,7 @@ async def test_failure_domains_spread_an_anti_affinity_group_across_domains(seed
     assert len(set(placed[:4])) == 4 and len(set(placed[4:])) == 4, placed
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_without_failure_domains_enabled_the_domains_are_ignored():
     """The same cluster with failureDomainsEnabled=false (Pulsar's default): brokers are spread, domains
     are not (refreshBrokerToFailureDomainMap leaves the map empty); seed 1 puts ns0 and ns1 together."""
@@ -185,7 +185,7 @@ async def test_without_failure_domains_enabled_the_domains_are_ignored():
                for k in range(1, 9)), placed
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_two_domains_of_one_broker_each_keep_a_group_apart():
     """AntiAffinityNamespaceGroupTest.testBrokerSelectionForAntiAffinityGroup."""
     conf = ServiceConfig(failure_domains_enabled=True)
@@ -207,7 +207,7 @@ async def test_two_domains_of_one_broker_each_keep_a_group_apart():
         assert owners["tenant/ns1/0x00000000_0xffffffff"] != owners["tenant/ns2/0x00000000_0xffffffff"]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_admin_operations_answer_as_pulsar():
     async with emulated_cluster(2, seed=1, namespaces={SHARED: 1}) as cluster:
         admin = cluster.policies
@@ -244,7 +244,7 @@ async def test_admin_operations_answer_as_pulsar():
         assert await admin.get_anti_affinity_group(SHARED) is None
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_watch_answers_with_the_children_so_an_absent_policy_costs_no_read():
     """Watch is ZooKeeper's getChildren(path, watch): without /admin/clusters the caches read nothing
     of the cluster policies until a Created notification says there is something."""

@@ -44,7 +44,7 @@ async def connect_and_unload(limit: int, n: int = 6, *, topic_load: object = Con
         return [t - start for t in connected], downs
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_topic_loads_beyond_max_concurrent_topic_load_request_wait_for_a_permit():
     connected, downs = await connect_and_unload(limit=2)
     # 2 permits, 6 topics of 1 s each: three waves, 1 s apart (pendingTopicLoadingQueue, FIFO)
@@ -58,7 +58,7 @@ async def test_topic_loads_beyond_max_concurrent_topic_load_request_wait_for_a_p
     assert max(unqueued_downs) < 1.5 and max(downs) > 2 * max(unqueued_downs)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_producers_of_a_loading_topic_share_its_load():
     conf = ServiceConfig(max_concurrent_topic_load_request=1)
     async with emulated_cluster(1, seed=4, namespaces={NS: 1}, conf=conf,
@@ -72,7 +72,7 @@ async def test_producers_of_a_loading_topic_share_its_load():
         assert broker.topic_loader.queued_total == 0 and broker.topic_loader.active == 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_zero_latency_serves_every_attach_at_once():
     async with emulated_cluster(1, seed=5, namespaces={NS: 1},
                                 conf=ServiceConfig(max_concurrent_topic_load_request=1)) as cluster:
@@ -83,7 +83,7 @@ async def test_zero_latency_serves_every_attach_at_once():
         assert cluster.system.clock.now() - start < 0.01
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_latency_draws_are_deterministic_per_seed():
     spread = LogNormal(0.2, 2.0)
     a = await connect_and_unload(limit=2, topic_load=spread, seed=11)

@@ -23,7 +23,7 @@ def topics(n: int, prefix: str = "t") -> list[str]:
     return [f"persistent://{NS}/{prefix}-{i}" for i in range(n)]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_reports_are_written_on_change_and_at_least_every_15_minutes():
     async with emulated_cluster(3, seed=31, namespaces={NS: 6}) as cluster:
         reports = collections.defaultdict(list)
@@ -55,7 +55,7 @@ async def test_reports_are_written_on_change_and_at_least_every_15_minutes():
         assert report.num_bundles == len(report.last_stats) > 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_leader_samples_bundle_data_once_per_report_notification():
     async with emulated_cluster(2, seed=32, namespaces={NS: 2},
                                 load_source=FlatLoad(rate=100.0)) as cluster:
@@ -79,7 +79,7 @@ def cluster_bundle(cluster, topic: str) -> str:
     return broker._ns_bundles[NS].find_bundle(topic)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_preallocation_spreads_a_burst_of_new_bundles_over_the_brokers():
     async with emulated_cluster(4, seed=33, namespaces={NS: 16}) as cluster:
         client = cluster.add_client()
@@ -91,7 +91,7 @@ async def test_preallocation_spreads_a_burst_of_new_bundles_over_the_brokers():
         assert max(per_broker.values()) - min(per_broker.values()) <= 2
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_new_leader_rebuilds_its_view_from_the_store():
     async with emulated_cluster(3, seed=34, namespaces={NS: 8}) as cluster:
         client = cluster.add_client()
@@ -142,7 +142,7 @@ def test_a_bundle_owners_topic_table_changes_version_with_every_change():
     assert changed() and child.topics.version > child_version and not table
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_unloading_a_bundle_empties_its_table_under_a_new_version():
     async with emulated_cluster(2, seed=33, namespaces={NS: 1}) as cluster:
         client = cluster.add_client()

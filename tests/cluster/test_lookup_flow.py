@@ -17,7 +17,7 @@ def topics(n: int, ns: str = NS, prefix: str = "t") -> list[str]:
     return [f"persistent://{ns}/{prefix}-{i}" for i in range(n)]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_three_brokers_boot_and_elect_exactly_one_leader():
     async with emulated_cluster(3, seed=1) as cluster:
         leader = await cluster.wait_for_leader()
@@ -29,7 +29,7 @@ async def test_three_brokers_boot_and_elect_exactly_one_leader():
         assert sorted(cluster.store.peek_children("/loadbalance/brokers")) == cluster.live_brokers()
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_redirect_chains_follow_the_spec_for_1000_topics():
     settings = ClientSettings(record_lookups=True)
     async with emulated_cluster(3, seed=2, namespaces={NS: 16}) as cluster:
@@ -70,7 +70,7 @@ async def test_redirect_chains_follow_the_spec_for_1000_topics():
         assert client.stats.lookups_failed == 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_authoritative_lookup_acquires_without_asking_the_leader():
     async with emulated_cluster(3, seed=3) as cluster:
         leader = await cluster.wait_for_leader()
@@ -87,7 +87,7 @@ async def test_authoritative_lookup_acquires_without_asking_the_leader():
             assert (resp.response, resp.broker_id) == (LookupType.CONNECT, other)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_too_many_pending_lookups_are_rejected():
     from emulator.cluster.messages import LookupTopic, LookupType, ServerError
     from emulator.model.config import ServiceConfig

@@ -24,12 +24,6 @@ from emulator.cluster.metadata_messages import (
 )
 from emulator.cluster.metadata_store import MetadataStore
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply, VirtualClock
-from emulator.testing import VIRTUAL_BACKEND
-
-
-@pytest.fixture
-def anyio_backend() -> Any:
-    return VIRTUAL_BACKEND
 
 
 class Broker(Actor):
@@ -65,7 +59,7 @@ BUNDLE = "/namespace/public/default/0x00000000_0x40000000"
 # --------------------------------------------------------------------------- ops and sessions
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_ops_go_through_the_store_with_the_clients_session() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -89,7 +83,7 @@ async def test_ops_go_through_the_store_with_the_clients_session() -> None:
             await MetadataClient(b1).create("/e", b"", ephemeral=True)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_watch_delivers_notifications_to_the_owners_mailbox() -> None:
     async with cluster() as (system, _):
         b1 = system.spawn(Broker("broker-1", system))
@@ -104,7 +98,7 @@ async def test_watch_delivers_notifications_to_the_owners_mailbox() -> None:
                           Notification("ChildrenChanged", "/loadbalance/brokers")]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_close_session_deletes_ephemerals_at_once_and_stops_heartbeats() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -119,7 +113,7 @@ async def test_close_session_deletes_ephemerals_at_once_and_stops_heartbeats() -
         await b1.md.close_session()  # no session: nothing to do
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_an_expired_session_fails_every_op_until_a_new_one_is_opened() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -137,7 +131,7 @@ async def test_an_expired_session_fails_every_op_until_a_new_one_is_opened() -> 
         assert (await b1.md.create("/e", b"", ephemeral=True)).ephemeral_owner == new
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_the_heartbeat_loop_dies_with_its_owner() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -151,7 +145,7 @@ async def test_the_heartbeat_loop_dies_with_its_owner() -> None:
         assert store.peek("/loadbalance/leader") is None
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_dead_or_slow_store_is_a_metadata_store_error() -> None:
     async with cluster(op_latency=5.0) as (system, store):
         b1 = system.spawn(Broker("broker-1", system, op_timeout=1.0))
@@ -178,7 +172,7 @@ async def _kill_after(actor: Actor, delay: float) -> None:
 # --------------------------------------------------------------------------- locks (spec §2.5)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_lock_held_by_another_broker_is_busy() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -197,7 +191,7 @@ async def test_a_lock_held_by_another_broker_is_busy() -> None:
             await b2.md.acquire_lock("/persistent", b"x")
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_acquiring_again_in_the_same_session_adopts_the_node() -> None:
     async with cluster() as (system, store):
         watcher = system.spawn(Broker("watcher", system))
@@ -212,7 +206,7 @@ async def test_acquiring_again_in_the_same_session_adopts_the_node() -> None:
         assert watcher.got == []
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_restarted_broker_reclaims_its_stale_lock_at_once() -> None:
     async with cluster() as (system, store):
         watcher = system.spawn(Broker("watcher", system))
@@ -234,7 +228,7 @@ async def test_a_restarted_broker_reclaims_its_stale_lock_at_once() -> None:
         assert (await new.md.exists(BUNDLE)).ephemeral_owner == sid
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_different_data_in_the_same_session_is_rewritten() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -245,7 +239,7 @@ async def test_different_data_in_the_same_session_is_rewritten() -> None:
         assert store.peek(BUNDLE) == disabled and stat.version == 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_release_deletes_only_the_held_version_and_tolerates_not_found() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -269,7 +263,7 @@ async def test_release_deletes_only_the_held_version_and_tolerates_not_found() -
             await b2.md.release_lock("/third")
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_update_lock_writes_at_the_held_version_and_set_keeps_it_current() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))
@@ -284,7 +278,7 @@ async def test_update_lock_writes_at_the_held_version_and_set_keeps_it_current()
             await MetadataClient(b1).acquire_lock("/x", b"")
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_lock_that_vanished_after_node_exists_is_created_again() -> None:
     """The revalidate path: create failed, then the node is gone on the read."""
     async with cluster() as (system, store):
@@ -307,7 +301,7 @@ async def test_a_lock_that_vanished_after_node_exists_is_created_again() -> None
 # --------------------------------------------------------------------------- throughput
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_ten_thousand_creates_and_gets_through_the_client() -> None:
     async with cluster() as (system, store):
         b1 = system.spawn(Broker("broker-1", system))

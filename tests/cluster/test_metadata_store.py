@@ -40,12 +40,6 @@ from emulator.cluster.metadata_messages import (
 )
 from emulator.cluster.metadata_store import MetadataStore
 from emulator.runtime import Actor, ActorSystem, Reply, VirtualClock
-from emulator.testing import VIRTUAL_BACKEND
-
-
-@pytest.fixture
-def anyio_backend() -> Any:
-    return VIRTUAL_BACKEND
 
 
 class Probe(Actor):
@@ -80,7 +74,7 @@ async def settle() -> None:
 # --------------------------------------------------------------------------- nodes and versions
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_create_returns_version_0_and_a_second_create_is_node_exists() -> None:
     async with running() as (_, store):
         await anyio.sleep(1.5)
@@ -100,7 +94,7 @@ async def test_create_returns_version_0_and_a_second_create_is_node_exists() -> 
         assert (await store.ask(Exists("/a/b"))).version == 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_set_bumps_version_and_a_stale_expected_version_is_bad_version() -> None:
     async with running() as (_, store):
         await store.ask(Create("/n", b"0"))
@@ -119,7 +113,7 @@ async def test_set_bumps_version_and_a_stale_expected_version_is_bad_version() -
         assert await store.ask(Exists("/missing")) is None
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_delete_checks_existence_then_version_then_children() -> None:
     async with running() as (_, store):
         with pytest.raises(NotFound):
@@ -137,7 +131,7 @@ async def test_delete_checks_existence_then_version_then_children() -> None:
         assert await store.ask(Exists("/x")) is None
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_children_are_sorted_names_and_a_missing_node_has_none() -> None:
     async with running() as (_, store):
         for name in ["b", "a10", "c", "a2"]:
@@ -148,7 +142,7 @@ async def test_children_are_sorted_names_and_a_missing_node_has_none() -> None:
         assert await store.ask(GetChildren("/no/such")) == []
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_delete_recursive_removes_a_subtree_and_ignores_a_missing_node() -> None:
     async with running() as (_, store):
         await store.ask(Create("/r/a/b", b""))
@@ -159,7 +153,7 @@ async def test_delete_recursive_removes_a_subtree_and_ignores_a_missing_node() -
         await store.ask(DeleteRecursive("/r"))  # no-op, as Pulsar's deleteRecursive
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_no_children_under_an_ephemeral_node() -> None:
     async with running() as (_, store):
         sid = await store.ask(OpenSession("b1"))
@@ -168,7 +162,7 @@ async def test_no_children_under_an_ephemeral_node() -> None:
             await store.ask(Create("/e/child", b""))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_bad_arguments_are_refused_with_the_value_and_the_store_survives() -> None:
     async with running() as (system, store):
         with pytest.raises(ValueError, match="'a/b'"):
@@ -200,7 +194,7 @@ async def test_bad_arguments_are_refused_with_the_value_and_the_store_survives()
 # --------------------------------------------------------------------------- watches
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_watchers_get_every_change_under_their_prefix_in_order() -> None:
     async with running() as (system, store):
         brokers = system.spawn(Probe("brokers-watcher", system))
@@ -234,7 +228,7 @@ async def test_watchers_get_every_change_under_their_prefix_in_order() -> None:
         assert store.stats["notifications"] == len(brokers.notes()) + len(everything.notes())
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_unwatch_stops_notifications_and_a_dead_watcher_is_dropped_silently() -> None:
     async with running() as (system, store):
         quiet = system.spawn(Probe("quiet", system))
@@ -254,7 +248,7 @@ async def test_unwatch_stops_notifications_and_a_dead_watcher_is_dropped_silentl
 # --------------------------------------------------------------------------- sessions
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_killed_owners_ephemerals_vanish_together_exactly_at_the_session_timeout() -> None:
     async with running() as (system, store):
         watcher = system.spawn(Probe("watcher", system))
@@ -285,7 +279,7 @@ async def test_a_killed_owners_ephemerals_vanish_together_exactly_at_the_session
             await store.ask(Create("/late", b"", True, broker.md.session_id))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_expiry_counts_from_the_last_heartbeat() -> None:
     async with running() as (system, store):
         broker = system.spawn(Probe("broker-1", system))
@@ -300,7 +294,7 @@ async def test_expiry_counts_from_the_last_heartbeat() -> None:
         assert store.stats["Heartbeat"] == 2
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_heartbeating_session_never_expires() -> None:
     async with running() as (system, store):
         broker = system.spawn(Probe("broker-1", system))
@@ -313,7 +307,7 @@ async def test_a_heartbeating_session_never_expires() -> None:
         assert (await store.ask(Exists("/e", sid))).ephemeral_owner == sid
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_close_session_deletes_at_once_and_the_session_is_dead_afterwards() -> None:
     async with running() as (system, store):
         watcher = system.spawn(Probe("watcher", system))
@@ -338,7 +332,7 @@ async def test_close_session_deletes_at_once_and_the_session_is_dead_afterwards(
         assert store.stats["sessions_closed"] == 1 and store.stats["sessions_expired"] == 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_expire_session_is_an_immediate_expiry_and_tells_an_opted_in_owner() -> None:
     async with running() as (system, store):
         listener = system.spawn(Probe("listener", system))
@@ -355,7 +349,7 @@ async def test_expire_session_is_an_immediate_expiry_and_tells_an_opted_in_owner
         assert silent.got == []
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_one_reaper_task_serves_all_sessions() -> None:
     async with running() as (_, store):
         for i in range(50):
@@ -375,7 +369,7 @@ async def test_one_reaper_task_serves_all_sessions() -> None:
 # --------------------------------------------------------------------------- latency
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_latency_delays_the_reply_and_notifications_but_not_the_write() -> None:
     async with running(op_latency=0.25) as (system, store):
         watcher = system.spawn(Probe("watcher", system))
@@ -398,7 +392,7 @@ async def test_latency_delays_the_reply_and_notifications_but_not_the_write() ->
         assert [(t, m.type) for t, m in watcher.got] == [(pytest.approx(0.5, abs=1e-12), "Created")]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_latency_fn_draws_per_op_and_replies_leave_in_order() -> None:
     draws = iter([0.5, 0.1, 0.2])
     async with running(latency_fn=lambda rng: next(draws)) as (_, store):
@@ -415,7 +409,7 @@ async def test_latency_fn_draws_per_op_and_replies_leave_in_order() -> None:
         assert done == [("/a", 0.5), ("/b", 0.5), ("/c", 0.5)]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_latency_fn_gets_the_store_rng() -> None:
     seen: list[random.Random] = []
 
@@ -432,7 +426,7 @@ async def test_latency_fn_gets_the_store_rng() -> None:
 # --------------------------------------------------------------------------- dump
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_dump_is_a_json_tree_with_decoded_data() -> None:
     async with running() as (_, store):
         sid = await store.ask(OpenSession("broker-1"))

@@ -29,14 +29,14 @@ async def _drain_two_then_reconnect(mode: str) -> tuple[int, int]:
         return refused, client.connected_count()
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_static_list_keeps_trying_the_removed_brokers():
     refused, connected = await _drain_two_then_reconnect("list")
     assert connected == len(TOPICS)
     assert refused > 0   # half the list is gone: their round-robin turns are refused
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_service_name_only_routes_to_listening_brokers():
     refused, connected = await _drain_two_then_reconnect("service")
     assert connected == len(TOPICS)

@@ -16,7 +16,7 @@ def topics(n: int, ns: str = NS, prefix: str = "t") -> list[str]:
     return [f"persistent://{ns}/{prefix}-{i}" for i in range(n)]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_session_expiry_with_reconnect_policy_revalidates_the_brokers_locks():
     async with emulated_cluster(3, seed=61, namespaces={NS: 6}) as cluster:
         client = cluster.add_client()
@@ -39,7 +39,7 @@ async def test_session_expiry_with_reconnect_policy_revalidates_the_brokers_lock
         assert client.connected_count() == 60
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_session_expiry_with_shutdown_policy_stops_the_broker():
     conf = ServiceConfig(zookeeper_session_expired_policy="shutdown")
     async with emulated_cluster(3, seed=62, namespaces={NS: 6}, conf=conf) as cluster:
@@ -81,13 +81,13 @@ async def _place_two_namespaces(group: str | None, seed: int) -> tuple[str, dict
         return idle, {k: v for k, v in cluster.ownership().items() if k.startswith("tenant/")}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_without_a_group_new_namespaces_both_go_to_the_idle_broker():
     idle, owners = await _place_two_namespaces(None, 63)
     assert set(owners.values()) == {idle}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_an_anti_affinity_group_keeps_its_namespaces_on_different_brokers():
     idle, owners = await _place_two_namespaces("group-1", 63)
     assert len(owners) == 2 and len(set(owners.values())) == 2 and idle in owners.values(), owners

@@ -33,7 +33,7 @@ def hot_broker_load() -> FlatLoad:
     return FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
     async with emulated_cluster(5, seed=51, namespaces={NS: 16}, load_source=hot_broker_load()) as cluster:
         unloads = decisions(cluster, "unload")
@@ -101,7 +101,7 @@ def _record_plans(monkeypatch):
     monkeypatch.setattr(cluster_mod.Cluster, "__init__", init)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_the_grace_period_stops_an_immediate_re_unload():
     conf = ServiceConfig(load_balancer_load_shedding_strategy="OverloadShedder",
                          load_balancer_shedding_grace_period_minutes=30)
@@ -123,7 +123,7 @@ async def test_the_grace_period_stops_an_immediate_re_unload():
                 assert b - a >= 30 * 60, f"{bundle} unloaded again after {b - a:.0f}s"
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_the_leader_dies_mid_shedding_and_the_next_leader_carries_on():
     settings = ClusterSettings(bundle_close_time=5.0)   # an unload in flight when the leader dies
     async with emulated_cluster(5, seed=53, namespaces={NS: 16}, load_source=hot_broker_load(),

@@ -93,7 +93,7 @@ class _StepLoad(FlatLoad):
         return out
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_traffic_step_reaches_the_leader_after_the_next_stats_update_and_the_report_after_it():
     load = _StepLoad(rate=100.0)
     async with emulated_cluster(2, seed=71, namespaces={NS: 2}, load_source=load) as cluster:
@@ -140,7 +140,7 @@ async def test_a_traffic_step_reaches_the_leader_after_the_next_stats_update_and
                 before[b] * load.factor)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_cpu_in_the_report_changes_only_at_host_usage_samples():
     conf = ServiceConfig(load_balancer_host_usage_check_interval_minutes=2)
     load = _StepLoad(rate=1000.0)
@@ -176,7 +176,7 @@ async def test_cpu_in_the_report_changes_only_at_host_usage_samples():
         assert cpu1 < cpu2
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_hot_bundle_splits_at_the_first_check_that_sees_it_and_children_start_on_default_data():
     # ModularLoadManagerImpl has no split hit count (loadBalancerNamespaceBundleSplitConditionHit-
     # CountThreshold is Extensible-only): a high threshold changes nothing

@@ -5,7 +5,7 @@ import pytest
 from emulator.observe.invariants import InvariantViolation
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_pulsar_cluster_fixture_runs_a_cluster_with_the_invariant_checker(pulsar_cluster):
     async with pulsar_cluster(brokers=2, seed=5) as cluster:
         client = cluster.add_client()
@@ -17,7 +17,7 @@ async def test_pulsar_cluster_fixture_runs_a_cluster_with_the_invariant_checker(
         assert cluster.invariants is not None and cluster.invariants.checks >= 3
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_broken_invariant_fails_the_block(pulsar_cluster):
     with pytest.raises(InvariantViolation, match="single-owner"):
         async with pulsar_cluster(brokers=2, seed=5) as cluster:

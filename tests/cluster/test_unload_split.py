@@ -27,7 +27,7 @@ def track_unavailability(cluster) -> list[float]:
     return downs
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_unload_closes_topics_and_every_producer_reconnects_elsewhere_or_back():
     async with emulated_cluster(3, seed=41, namespaces={NS: 4}) as cluster:
         client = cluster.add_client()
@@ -48,7 +48,7 @@ async def test_unload_closes_topics_and_every_producer_reconnects_elsewhere_or_b
         assert cluster.owner_of(bundle) is not None
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_lookups_during_an_unload_fail_with_metadata_error_on_the_owner():
     settings = ClusterSettings(bundle_close_time=2.0)   # a slow unload, to look inside the window
     async with emulated_cluster(3, seed=42, namespaces={NS: 2}, settings=settings) as cluster:
@@ -71,7 +71,7 @@ async def test_lookups_during_an_unload_fail_with_metadata_error_on_the_owner():
         await cluster.wait_until(lambda: client.connected_count() == 10, timeout=120)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_admin_split_writes_new_ranges_and_children_land_where_lookups_put_them():
     async with emulated_cluster(3, seed=43, namespaces={NS: 1}) as cluster:
         client = cluster.add_client()
@@ -92,7 +92,7 @@ async def test_admin_split_writes_new_ranges_and_children_land_where_lookups_put
         assert set(owners) == set(nb.names)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_topic_count_split_puts_half_of_the_topics_in_each_child():
     async with emulated_cluster(2, seed=44, namespaces={NS: 1}) as cluster:
         client = cluster.add_client()
@@ -109,7 +109,7 @@ async def test_topic_count_split_puts_half_of_the_topics_in_each_child():
         assert client.connected_count() == 50
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_hot_bundle_splits_automatically_and_its_children_land_on_different_brokers():
     conf = ServiceConfig(load_balancer_namespace_bundle_max_topics=20)
     async with emulated_cluster(3, seed=45, namespaces={NS: 1}, conf=conf) as cluster:
@@ -127,7 +127,7 @@ async def test_a_hot_bundle_splits_automatically_and_its_children_land_on_differ
         assert len(set(owners.values())) == 2, owners
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_graceful_drain_of_a_broker_with_50_bundles_moves_all_of_them():
     async with emulated_cluster(3, seed=46, namespaces={NS: 128}) as cluster:
         client = cluster.add_client()
@@ -150,7 +150,7 @@ async def test_graceful_drain_of_a_broker_with_50_bundles_moves_all_of_them():
         assert drain < 60 and max(downs) < 30, (drain, max(downs))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_sigterm_leaves_what_was_not_drained_to_session_expiry():
     settings = ClusterSettings(sigterm_timeout=0.5, bundle_close_time=0.2)
     async with emulated_cluster(3, seed=47, namespaces={NS: 32}, settings=settings) as cluster:
@@ -170,7 +170,7 @@ async def test_sigterm_leaves_what_was_not_drained_to_session_expiry():
         await cluster.wait_until(lambda: client.connected_count() == 300, timeout=600)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_unload_with_a_destination_lands_the_bundle_there():
     async with emulated_cluster(4, seed=48, namespaces={NS: 8}) as cluster:
         client = cluster.add_client()
@@ -185,7 +185,7 @@ async def test_unload_with_a_destination_lands_the_bundle_there():
         assert not refused.ok and "inactive destination broker" in refused.message
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_unload_namespace_unloads_every_bundle_and_all_producers_come_back():
     async with emulated_cluster(3, seed=49, namespaces={NS: 6}) as cluster:
         client = cluster.add_client()
@@ -200,7 +200,7 @@ async def test_unload_namespace_unloads_every_bundle_and_all_producers_come_back
         await cluster.wait_until(lambda: client.connected_count() == 60, timeout=60)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_dynamic_config_turns_shedding_off_at_runtime():
     from emulator.cluster.load_source import FlatLoad
 
@@ -220,7 +220,7 @@ async def test_dynamic_config_turns_shedding_off_at_runtime():
             cluster.set_config("loadBalancerSheddingIntervalMinutes", "soon")
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_lookups_that_race_a_split_still_end_at_the_right_owner():
     settings = ClusterSettings(metadata_op_latency=0.005)
     async with emulated_cluster(3, seed=50, namespaces={NS: 1}, settings=settings) as cluster:

@@ -43,7 +43,7 @@ def test_the_dashboard_has_the_promised_panels():
     assert len(uids) == len(set(uids))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_every_metric_the_dashboard_queries_is_exported():
     async with emulated_cluster(2, seed=41, namespaces={"public/default": 2}) as cluster:
         metrics = ClusterMetrics(cluster)

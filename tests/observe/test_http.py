@@ -41,7 +41,7 @@ async def fetch(url: str) -> tuple[int, str, bytes]:
     return await run_external(get, url)     # a real thread: the virtual clock waits for it
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_metrics_and_admin_views_show_the_clusters_state():
     async with emulated_cluster(3, seed=21, namespaces={NS: 4}) as cluster:
         async with observe(cluster, metrics_port=0) as obs:
@@ -122,7 +122,7 @@ async def test_metrics_and_admin_views_show_the_clusters_state():
             assert body.decode() == text + "\n"
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_lookup_view_never_assigns_an_unowned_bundle():
     async with emulated_cluster(2, seed=22, namespaces={NS: 4}) as cluster:
         async with observe(cluster, metrics_port=0) as obs:
@@ -133,7 +133,7 @@ async def test_lookup_view_never_assigns_an_unowned_bundle():
             assert sum(b.stats.lookups for b in cluster.brokers.values()) == 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_server_arguments_are_checked_and_a_stopped_cluster_answers_503():
     async with emulated_cluster(2, seed=23, namespaces={NS: 2}) as cluster:
         metrics = ClusterMetrics(cluster)

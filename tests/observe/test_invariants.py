@@ -12,7 +12,7 @@ from emulator.testing import emulated_cluster
 NS = "public/default"
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_changed_policies_and_forged_owners_are_seen_despite_the_memos():
     async with emulated_cluster(2, seed=5, namespaces={NS: 4}, check_invariants=False) as cluster:
         checker = InvariantChecker(cluster)

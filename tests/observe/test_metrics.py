@@ -93,7 +93,7 @@ def total(metrics: ClusterMetrics, name: str) -> float:
     return sum(v for n, _, v in metrics.samples() if n == name)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_every_family_appears_with_pulsars_type_and_labels():
     conf = ServiceConfig(expose_bundles_metrics_in_prometheus=True)
     async with emulated_cluster(3, seed=3, namespaces={NS: 8}, conf=conf) as cluster:
@@ -143,7 +143,7 @@ async def test_every_family_appears_with_pulsars_type_and_labels():
         metrics.close()
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_bundle_metrics_are_opt_in():
     async with emulated_cluster(2, seed=4, namespaces={NS: 4}) as cluster:
         metrics = ClusterMetrics(cluster)
@@ -156,7 +156,7 @@ async def test_bundle_metrics_are_opt_in():
         assert "pulsar_bundle_msg_rate_in" in families(metrics)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_counters_match_the_decision_log():
     """A hot 1-core broker sheds; bundles with > 30 topics split; every counter agrees with the log."""
     conf = ServiceConfig(load_balancer_namespace_bundle_max_topics=30)
@@ -211,7 +211,7 @@ async def test_counters_match_the_decision_log():
         assert total(metrics, "pulsar_topic_load_times_count") >= 400
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_dead_broker_exports_nothing_and_the_new_leader_is_counted():
     async with emulated_cluster(3, seed=5, namespaces={NS: 6}) as cluster:
         metrics = ClusterMetrics(cluster)
@@ -232,7 +232,7 @@ async def test_a_dead_broker_exports_nothing_and_the_new_leader_is_counted():
         assert metrics.value("pulsar_lb_emulator_unavailable_topic_seconds_total") > 0
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_unavailable_seconds_grow_during_an_outage_and_never_decrease():
     async with emulated_cluster(2, seed=6, namespaces={NS: 2}) as cluster:
         metrics = ClusterMetrics(cluster)
@@ -255,7 +255,7 @@ async def test_unavailable_seconds_grow_during_an_outage_and_never_decrease():
         assert values == sorted(values) and values[0] >= second
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_two_clusters_in_one_process_have_separate_registries():
     async with emulated_cluster(2, seed=7, namespaces={NS: 2}, name="east") as east, \
             emulated_cluster(3, seed=8, namespaces={NS: 2}, name="west") as west:
@@ -311,7 +311,7 @@ def test_recorder_rows_are_the_samples_prometheus_client_makes():
         same(real, light)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_rows_equal_samples_on_a_live_cluster():
     conf = ServiceConfig(expose_bundles_metrics_in_prometheus=True, load_balancer_namespace_bundle_max_topics=30)
     load = FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={HOT: 1})

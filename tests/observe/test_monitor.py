@@ -90,7 +90,7 @@ def test_the_overall_table_keeps_pulsars_column_swap_and_fraction_max():
     assert len(lines[2]) == 2 + 61 + 5 * (1 + 13) + 2    # a 60-char broker column, 12-char others
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_rows_are_the_last_written_reports_and_time_averages():
     async with emulated_cluster(3, seed=31, namespaces={"public/default": 4}) as cluster:
         client = cluster.add_client()

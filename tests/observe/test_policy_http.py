@@ -38,7 +38,7 @@ def owners(cluster, ns: str) -> set[str]:
     return {o for b, o in cluster.ownership().items() if b.rsplit("/", 1)[0] == ns}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_an_isolation_policy_posted_to_the_admin_path_places_later_lookups():
     async with emulated_cluster(3, seed=6, namespaces={ISO: 4, "public/default": 4}) as cluster:
         async with observe(cluster, metrics_port=0) as obs:
@@ -80,7 +80,7 @@ async def test_an_isolation_policy_posted_to_the_admin_path_places_later_lookups
             assert status == 412 and "Cluster other does not exist" in json.loads(body)["reason"]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_failure_domains_and_anti_affinity_groups_through_the_admin_paths():
     from emulator.model.config import ServiceConfig
 

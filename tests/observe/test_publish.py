@@ -188,7 +188,7 @@ def test_the_base_latency_is_log_normal_with_the_cited_median_and_p99():
 NS = "public/default"
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_the_histogram_is_exported_with_pulsars_buckets_and_a_crash_shows_in_the_tail():
     import anyio
     from prometheus_client.parser import text_string_to_metric_families

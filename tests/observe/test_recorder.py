@@ -131,7 +131,7 @@ def test_a_close_interrupting_a_write_marks_run_json_and_is_finished_by_that_wri
     run(main, clock=VirtualClock())
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_bad_arguments_say_what_is_wrong(tmp_path):
     async with emulated_cluster(2, seed=5, namespaces={NS: 2}) as cluster:
         metrics = ClusterMetrics(cluster)

@@ -11,8 +11,6 @@ from emulator.runtime import (NO_REPLY, Actor, ActorDead, ActorSystem, AskTimeou
                               VirtualClock)
 from emulator.runtime.actor import FAIRNESS_BATCH
 
-pytestmark = pytest.mark.anyio
-
 
 @dataclass
 class Add:
@@ -52,6 +50,7 @@ def make_system(seed=1):
 # --------------------------------------------------------------------------- tell / ask
 
 
+@pytest.mark.asyncio
 async def test_tell_delivers_in_order_and_never_awaits():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -61,6 +60,7 @@ async def test_tell_delivers_in_order_and_never_awaits():
         assert calc.seen[:200] == list(range(200))
 
 
+@pytest.mark.asyncio
 async def test_ask_returns_the_reply_value():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -68,6 +68,7 @@ async def test_ask_returns_the_reply_value():
         assert await calc.ask(Add(1, 1), timeout=5) == 2
 
 
+@pytest.mark.asyncio
 async def test_reply_error_raises_in_the_asker_and_the_actor_lives_on():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -77,6 +78,7 @@ async def test_reply_error_raises_in_the_asker_and_the_actor_lives_on():
         assert await calc.ask(Add(2, 3)) == 5
 
 
+@pytest.mark.asyncio
 async def test_tell_passes_no_reply_and_ask_a_reply_that_expects():
     replies = []
 
@@ -93,6 +95,7 @@ async def test_tell_passes_no_reply_and_ask_a_reply_that_expects():
     assert isinstance(replies[1], Reply) and replies[1].expects
 
 
+@pytest.mark.asyncio
 async def test_ask_times_out_on_the_virtual_clock():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -105,6 +108,7 @@ async def test_ask_times_out_on_the_virtual_clock():
         assert calc.alive
 
 
+@pytest.mark.asyncio
 async def test_asks_with_one_deadline_share_a_timer_and_expire_alone():
     class Holder(Actor):
         """Answers "now" at once and keeps every other ask's reply for later."""
@@ -147,6 +151,7 @@ async def test_asks_with_one_deadline_share_a_timer_and_expire_alone():
         assert len(system._deadlines) == 0 and anyio.current_time() == t
 
 
+@pytest.mark.asyncio
 async def test_late_reply_after_a_timeout_is_dropped():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -157,6 +162,7 @@ async def test_late_reply_after_a_timeout_is_dropped():
         assert await calc.ask(Add(1, 1)) == 2
 
 
+@pytest.mark.asyncio
 async def test_reply_can_be_answered_later_from_a_child_task():
     class Deferred(Actor):
         async def receive(self, msg, reply):
@@ -179,6 +185,7 @@ async def test_reply_can_be_answered_later_from_a_child_task():
         assert results == {1: 1.0, 3: 3.0}  # both in flight at once: the mailbox did not block
 
 
+@pytest.mark.asyncio
 async def test_ask_with_a_bad_timeout_names_it():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -186,6 +193,7 @@ async def test_ask_with_a_bad_timeout_names_it():
             await calc.ask(Add(1, 1), timeout=-1)
 
 
+@pytest.mark.asyncio
 async def test_asking_yourself_from_receive_is_refused_not_hung():
     class Narcissus(Actor):
         async def receive(self, msg, reply):
@@ -199,6 +207,7 @@ async def test_asking_yourself_from_receive_is_refused_not_hung():
         assert "asked itself" in await n.ask("go")
 
 
+@pytest.mark.asyncio
 async def test_a_flooded_actor_yields_to_others():
     progress = []
 
@@ -227,6 +236,7 @@ async def test_a_flooded_actor_yields_to_others():
 # --------------------------------------------------------------------------- dead actors
 
 
+@pytest.mark.asyncio
 async def test_tell_and_ask_to_a_dead_actor_raise_immediately():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -240,6 +250,7 @@ async def test_tell_and_ask_to_a_dead_actor_raise_immediately():
         assert anyio.current_time() == start
 
 
+@pytest.mark.asyncio
 async def test_tell_before_spawn_says_to_spawn():
     async with make_system() as system:
         calc = Calculator("calc", system)
@@ -247,6 +258,7 @@ async def test_tell_before_spawn_says_to_spawn():
             calc.tell("x")
 
 
+@pytest.mark.asyncio
 async def test_lookup_and_get():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -260,6 +272,7 @@ async def test_lookup_and_get():
             system.lookup("calc")
 
 
+@pytest.mark.asyncio
 async def test_a_name_can_be_reused_after_the_actor_died():
     async with make_system() as system:
         old = system.spawn(Calculator("broker-1", system))
@@ -294,6 +307,7 @@ class Lifecycle(Actor):
         self.events.append((self.name, "on_stop"))
 
 
+@pytest.mark.asyncio
 async def test_graceful_stop_calls_on_stop_and_kill_does_not():
     events = []
     async with make_system() as system:
@@ -310,6 +324,7 @@ async def test_graceful_stop_calls_on_stop_and_kill_does_not():
     assert ("b", "on_stop") not in events
 
 
+@pytest.mark.asyncio
 async def test_stop_from_inside_receive_finishes_the_message_first():
     events = []
     async with make_system() as system:
@@ -320,6 +335,7 @@ async def test_stop_from_inside_receive_finishes_the_message_first():
                       ("a", "on_stop")]
 
 
+@pytest.mark.asyncio
 async def test_stop_refuses_queued_asks_and_lets_the_current_message_finish():
     class Slow(Actor):
         async def receive(self, msg, reply):
@@ -345,6 +361,7 @@ async def test_stop_refuses_queued_asks_and_lets_the_current_message_finish():
     assert results == {0: 0, 1: "stopping", 2: "stopping"}
 
 
+@pytest.mark.asyncio
 async def test_system_exit_kills_remaining_actors_without_on_stop():
     events = []
     async with make_system() as system:
@@ -354,6 +371,7 @@ async def test_system_exit_kills_remaining_actors_without_on_stop():
     assert system.get("a") is None
 
 
+@pytest.mark.asyncio
 async def test_children_die_with_their_parent():
     events = []
     async with make_system() as system:
@@ -372,6 +390,7 @@ async def test_children_die_with_their_parent():
             system.spawn(Lifecycle("orphan", system, events), parent=parent)
 
 
+@pytest.mark.asyncio
 async def test_graceful_stop_stops_children_gracefully_newest_first():
     events = []
     async with make_system() as system:
@@ -384,6 +403,7 @@ async def test_graceful_stop_stops_children_gracefully_newest_first():
     assert stops == ["parent", "kid-1", "kid-0"]
 
 
+@pytest.mark.asyncio
 async def test_periodic_child_tasks_run_on_virtual_time_and_stop_with_the_actor():
     ticks = []
 
@@ -405,6 +425,7 @@ async def test_periodic_child_tasks_run_on_virtual_time_and_stop_with_the_actor(
     assert ticks == [10.0, 20.0, 30.0]
 
 
+@pytest.mark.asyncio
 async def test_actor_has_a_derived_rng_and_reads_the_clock():
     async with ActorSystem(99, VirtualClock()) as system:
         a = system.spawn(Calculator("a", system))
@@ -417,12 +438,14 @@ async def test_actor_has_a_derived_rng_and_reads_the_clock():
 # --------------------------------------------------------------------------- misuse
 
 
+@pytest.mark.asyncio
 async def test_spawning_a_class_shows_the_correct_form():
     async with make_system() as system:
         with pytest.raises(TypeError, match=r"system.spawn\(Calculator\)  # incorrect!"):
             system.spawn(Calculator)
 
 
+@pytest.mark.asyncio
 async def test_spawning_twice_or_outside_the_system_is_refused():
     system = make_system()
     with pytest.raises(RuntimeError, match="async with ActorSystem"):
@@ -436,6 +459,7 @@ async def test_spawning_twice_or_outside_the_system_is_refused():
             system.spawn(Calculator("x", other))
 
 
+@pytest.mark.asyncio
 async def test_forgetting_super_init_is_explained():
     class Forgetful(Actor):
         def __init__(self, name, system):
@@ -446,6 +470,7 @@ async def test_forgetting_super_init_is_explained():
             system.spawn(Forgetful("f", system))
 
 
+@pytest.mark.asyncio
 async def test_start_soon_with_a_coroutine_object_shows_the_fix():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -453,6 +478,7 @@ async def test_start_soon_with_a_coroutine_object_shows_the_fix():
             calc.start_soon(anyio.sleep(1))
 
 
+@pytest.mark.asyncio
 async def test_reply_error_with_a_class_shows_the_fix():
     class Sloppy(Actor):
         async def receive(self, msg, reply):
@@ -482,6 +508,7 @@ def test_plain_with_is_refused():
             pass
 
 
+@pytest.mark.asyncio
 async def test_an_error_in_the_system_block_propagates_as_itself():
     with pytest.raises(KeyError, match="body failed"):
         async with make_system() as system:
@@ -509,9 +536,10 @@ class Asker(Actor):
         if self.raise_in_then:
             raise RuntimeError("then failed")
         self.got.append((tag, value, None if error is None else type(error).__name__,
-                         anyio.current_time()))
+                         self.system.clock.now()))   # a loop callback: no task, so not anyio.current_time()
 
 
+@pytest.mark.asyncio
 async def test_ask_then_delivers_values_errors_timeouts_and_deaths_to_the_asker():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -535,6 +563,7 @@ async def test_ask_then_delivers_values_errors_timeouts_and_deaths_to_the_asker(
             calc.ask_then(Add(1, 1), asker.then, "late", asker=asker)
 
 
+@pytest.mark.asyncio
 async def test_ask_then_skips_a_dead_asker_and_crashes_it_when_the_callback_raises():
     async with make_system() as system:
         calc = system.spawn(Calculator("calc", system))
@@ -551,12 +580,13 @@ async def test_ask_then_skips_a_dead_asker_and_crashes_it_when_the_callback_rais
         assert [f.actor for f in system.failures] == ["fragile"]
 
 
+@pytest.mark.asyncio
 async def test_call_later_runs_on_the_emulated_clock_only_while_the_actor_lives():
     async with make_system() as system:
         a = system.spawn(Asker("a", system))
         ran = []
-        a.call_later(3.0, lambda tag: ran.append((tag, anyio.current_time())), "three")
-        a.call_later(0, lambda tag: ran.append((tag, anyio.current_time())), "now")
+        a.call_later(3.0, lambda tag: ran.append((tag, system.clock.now())), "three")
+        a.call_later(0, lambda tag: ran.append((tag, system.clock.now())), "now")
         await anyio.sleep(5)
         assert ran == [("now", 0.0), ("three", 3.0)]
         a.call_later(1.0, lambda: ran.append("after death"))

@@ -67,7 +67,7 @@ def test_wall_clock_now_is_emulated_seconds():
     assert 2.0 <= run(main, clock=clock) < 100
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_now_on_a_foreign_loop_counts_from_its_first_read(monkeypatch):
     clock = VirtualClock()
     loop = asyncio.get_running_loop()

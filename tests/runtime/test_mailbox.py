@@ -8,9 +8,8 @@ import pytest
 
 from emulator.runtime.mailbox import Mailbox
 
-pytestmark = pytest.mark.anyio
 
-
+@pytest.mark.asyncio
 async def test_items_come_out_in_order_and_put_never_yields():
     box: Mailbox[int] = Mailbox()
     for i in range(5):
@@ -21,12 +20,14 @@ async def test_items_come_out_in_order_and_put_never_yields():
         box.get_nowait()
 
 
+@pytest.mark.asyncio
 async def test_wait_is_done_at_once_when_an_item_is_queued():
     box: Mailbox[str] = Mailbox()
     box.put("x")
     assert box.wait().done()
 
 
+@pytest.mark.asyncio
 async def test_a_put_wakes_the_waiting_consumer():
     box: Mailbox[str] = Mailbox()
     woken = []
@@ -43,6 +44,7 @@ async def test_a_put_wakes_the_waiting_consumer():
     assert woken == ["hello"]
 
 
+@pytest.mark.asyncio
 async def test_close_wakes_the_consumer_keeps_what_is_queued_and_refuses_more():
     box: Mailbox[str] = Mailbox()
     waiter = box.wait()
@@ -56,6 +58,7 @@ async def test_close_wakes_the_consumer_keeps_what_is_queued_and_refuses_more():
         box.put("late")
 
 
+@pytest.mark.asyncio
 async def test_a_cancelled_wait_does_not_break_the_next_put():
     box: Mailbox[int] = Mailbox()
     waiter = box.wait()

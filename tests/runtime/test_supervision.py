@@ -7,8 +7,6 @@ import pytest
 
 from emulator.runtime import Actor, ActorDead, ActorFailure, ActorSystem, VirtualClock
 
-pytestmark = pytest.mark.anyio
-
 
 class Fragile(Actor):
     async def receive(self, msg, reply):
@@ -28,6 +26,7 @@ class Fragile(Actor):
         raise KeyError("child task")
 
 
+@pytest.mark.asyncio
 async def test_crash_fails_pending_asks_records_the_failure_and_spares_others():
     notified = []
     async with ActorSystem(1, VirtualClock()) as system:
@@ -59,6 +58,7 @@ async def test_crash_fails_pending_asks_records_the_failure_and_spares_others():
     assert system.failures == [expected] and notified == [expected]
 
 
+@pytest.mark.asyncio
 async def test_child_task_exception_crashes_the_actor():
     async with ActorSystem(1, VirtualClock()) as system:
         fragile = system.spawn(Fragile("fragile", system))
@@ -68,6 +68,7 @@ async def test_child_task_exception_crashes_the_actor():
     assert system.failures == [ActorFailure("fragile", 3.0, "KeyError('child task')")]
 
 
+@pytest.mark.asyncio
 async def test_crash_in_on_start_and_on_stop_is_a_failure_too():
     class BadStart(Actor):
         async def on_start(self):
@@ -88,6 +89,7 @@ async def test_crash_in_on_start_and_on_stop_is_a_failure_too():
     assert [f.actor for f in system.failures] == ["bad-start", "bad-stop"]
 
 
+@pytest.mark.asyncio
 async def test_unhandled_message_crashes_with_a_type_error():
     class Mute(Actor):
         pass
@@ -98,6 +100,7 @@ async def test_unhandled_message_crashes_with_a_type_error():
             await mute.ask("hi")
 
 
+@pytest.mark.asyncio
 async def test_crash_kills_children_and_a_broken_listener_does_not_hide_it():
     def broken_listener(failure):
         raise RuntimeError("listener bug")
@@ -115,6 +118,7 @@ async def test_crash_kills_children_and_a_broken_listener_does_not_hide_it():
     assert [f.actor for f in seen] == ["parent"]  # the child was killed, not crashed
 
 
+@pytest.mark.asyncio
 async def test_crash_is_logged_with_the_actor_name(capsys):
     import structlog
 

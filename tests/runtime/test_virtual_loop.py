@@ -11,8 +11,6 @@ import pytest
 
 from emulator.runtime import DeadlockError, VirtualEventLoop, run_external
 
-pytestmark = pytest.mark.anyio
-
 
 def run_virtual(fn, stall_timeout=1.0, watchdog=10.0):
     """anyio.run on a fresh virtual loop, in a thread: a loop that spins fails the test instead of
@@ -35,12 +33,14 @@ def run_virtual(fn, stall_timeout=1.0, watchdog=10.0):
     return outcome["value"]
 
 
+@pytest.mark.asyncio
 async def test_loop_is_virtual_and_starts_at_zero():
     loop = asyncio.get_running_loop()
     assert isinstance(loop, VirtualEventLoop)
     assert loop.time() == 0.0
 
 
+@pytest.mark.asyncio
 async def test_sleep_an_hour_takes_exactly_an_hour_and_no_wall_time():
     start_real = time.perf_counter()
     start = anyio.current_time()
@@ -49,6 +49,7 @@ async def test_sleep_an_hour_takes_exactly_an_hour_and_no_wall_time():
     assert time.perf_counter() - start_real < 0.5
 
 
+@pytest.mark.asyncio
 async def test_timers_fire_exactly_on_their_deadlines_in_deadline_order():
     fired = []
 
@@ -64,6 +65,7 @@ async def test_timers_fire_exactly_on_their_deadlines_in_deadline_order():
     assert all(t == d for d, t in fired)  # error 0.0: the clock lands on each deadline
 
 
+@pytest.mark.asyncio
 async def test_equal_deadlines_fire_in_creation_order():
     loop = asyncio.get_running_loop()
     order = []
@@ -76,6 +78,7 @@ async def test_equal_deadlines_fire_in_creation_order():
     assert order == list(range(200))
 
 
+@pytest.mark.asyncio
 async def test_tasks_sleeping_the_same_time_wake_in_start_order():
     woke = []
 
@@ -89,6 +92,7 @@ async def test_tasks_sleeping_the_same_time_wake_in_start_order():
     assert woke == list(range(50))
 
 
+@pytest.mark.asyncio
 async def test_timeouts_use_virtual_time():
     start = anyio.current_time()
     with anyio.move_on_after(60):
@@ -133,6 +137,7 @@ def test_deadlock_reports_the_virtual_time_it_happened_at():
         run_virtual(main, stall_timeout=0.05)
 
 
+@pytest.mark.asyncio
 async def test_external_work_freezes_the_clock():
     seen = {}
 
@@ -151,6 +156,7 @@ async def test_external_work_freezes_the_clock():
     assert seen == {"thread_done": start, "sleeper_done": start + 10.0}
 
 
+@pytest.mark.asyncio
 async def test_unmarked_thread_work_lets_the_clock_jump_past_it():
     """The reason for the marker: without it, virtual time does not wait for threads."""
     seen = {}
@@ -165,6 +171,7 @@ async def test_unmarked_thread_work_lets_the_clock_jump_past_it():
     assert seen["thread_done"] >= 10.0
 
 
+@pytest.mark.asyncio
 async def test_run_in_executor_counts_as_external_work():
     loop = asyncio.get_running_loop()
     seen = {}

@@ -62,7 +62,7 @@ def test_library_lists_scenarios_with_one_line_descriptions():
 # ---------------------------------------------------------------------------------- default
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_default__every_topic_connects_and_every_broker_serves():
     scenario = library.load("default")
     assert scenario.cluster.brokers == 20 and scenario.duration == 2 * 3600
@@ -85,7 +85,7 @@ async def test_default__every_topic_connects_and_every_broker_serves():
 SMALL = {f"broker-{i}:8080" for i in (5, 6, 7, 8)}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_heterogeneous_brokers__shedder_unloads_only_from_small_brokers_and_they_stay_hot():
     async with observed(library.load("heterogeneous-brokers")) as run:
         await run.sleep_until(15 * MIN)
@@ -112,7 +112,7 @@ def _contains(bundle: str, topic: str) -> bool:
     return lower <= h < upper or (upper == 0xFFFFFFFF and h == upper)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_hot_topic__its_bundle_splits_again_and_again():
     async with observed(library.load("hot-topic")) as run:
         splits = collect(run.cluster, "bundle_split")
@@ -136,7 +136,7 @@ async def test_hot_topic__its_bundle_splits_again_and_again():
 NEW = {f"broker-{i}:8080" for i in (5, 6, 7, 8)}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_scale_up__new_brokers_take_bundles_from_the_busy_ones():
     async with observed(without_latencies(library.load("scale-up"))) as run:
         # reports a stats period behind (60 s stats, 1 min host samples) slow the hand-over: the
@@ -149,7 +149,7 @@ async def test_scale_up__new_brokers_take_bundles_from_the_busy_ones():
         assert all(owners[b] >= 1 for b in NEW)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_scale_down__graceful_removal_moves_every_bundle_with_short_outages():
     async with observed(library.load("scale-down")) as run:
         stopped = collect(run.cluster, "broker_stopped")
@@ -178,14 +178,14 @@ async def _placements_after_removal(overrides: dict[str, str]) -> collections.Co
         return collections.Counter(a["broker"] for a in assignments[n:])
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_overloading__preallocation_spreads_the_removed_brokers_bundles():
     placed = await _placements_after_removal({})
     assert sum(placed.values()) >= 15
     assert len(placed) >= 6 and max(placed.values()) <= 0.3 * sum(placed.values())
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_overloading__without_preallocation_they_pile_onto_one_broker():
     placed = await _placements_after_removal({"emulator_preallocation_enabled": "false"})
     assert sum(placed.values()) >= 15
@@ -195,7 +195,7 @@ async def test_overloading__without_preallocation_they_pile_onto_one_broker():
 # ---------------------------------------------------------------------------------- restarts, faults
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_rolling_restart__the_last_restarted_broker_stays_idle():
     async with observed(without_latencies(library.load("rolling-restart"))) as run:
         started = collect(run.cluster, "broker_started")
@@ -209,7 +209,7 @@ async def test_rolling_restart__the_last_restarted_broker_stays_idle():
         assert not decisions(run, "unload")      # ThresholdShedder never found it worth moving load
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_leader_failover__a_new_leader_after_session_expiry_and_shedding_goes_on():
     async with observed(library.load("leader-failover")) as run:
         elected = collect(run.cluster, "leader_elected")
@@ -228,7 +228,7 @@ async def test_leader_failover__a_new_leader_after_session_expiry_and_shedding_g
         assert s.handles_connected == s.handles
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_broker_crash__its_topics_wait_for_the_session_expiry_then_reconnect():
     async with observed(library.load("broker-crash")) as run:
         await run.sleep_until(10 * MIN - 1)
@@ -247,7 +247,7 @@ async def test_broker_crash__its_topics_wait_for_the_session_expiry_then_reconne
         assert s.handles_connected == s.handles and "broker-3:8080" not in run.cluster.ownership().values()
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_idle_new_broker__threshold_shedder_never_gives_it_a_bundle():
     async with observed(library.load("idle-new-broker")) as run:
         await run.sleep_until(20 * MIN)
@@ -258,7 +258,7 @@ async def test_idle_new_broker__threshold_shedder_never_gives_it_a_bundle():
         assert len(plans) >= 10 and not any(p["plan"] for p in plans)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_idle_new_broker__lower_boundary_shedding_fills_it():
     # #17456's switch, and a minimum unload small enough for 10 % of a broker's 43 MB/s
     overrides = {"lowerBoundarySheddingEnabled": "true", "loadBalancerBundleUnloadMinThroughputThreshold": "1"}
@@ -267,7 +267,7 @@ async def test_idle_new_broker__lower_boundary_shedding_fills_it():
         assert "broker-6:8080" in run.cluster.ownership().values()
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_jittery_consumers__consumers_come_and_go_and_the_stats_period_hides_it():
     scenario = library.load("jittery-consumers")
     async with observed(scenario) as run:
@@ -287,7 +287,7 @@ async def test_jittery_consumers__consumers_come_and_go_and_the_stats_period_hid
         assert max(per_broker.values(), default=0) <= 2, per_broker
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_pip364_skewed__starts_at_2_5_warm_and_avg_shedder_evens_the_outer_pair():
     async with observed(library.load("pip364-skewed")) as run:
         cluster = run.cluster

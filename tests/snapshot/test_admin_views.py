@@ -29,7 +29,7 @@ async def fetch(url: str) -> tuple[int, object]:
     return status, json.loads(body)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_tenants_namespaces_policies_topic_stats_and_cluster_policies():
     async with emulated_cluster(3, seed=31, namespaces={NS: 4, "acme/a": 2}) as cluster:
         async with observe(cluster, metrics_port=0) as obs:

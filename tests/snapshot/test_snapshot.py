@@ -94,7 +94,7 @@ async def take_snapshot(tmp: Path, scenario_text: str = SOURCE) -> dict[str, Any
                     "leader": c.leader(), "brokers": c.live_brokers(), "url": obs.url}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_export_writes_every_answer_unchanged_one_file_per_call(tmp_path):
     snap = await take_snapshot(tmp_path)
     index = snap["index"]
@@ -140,7 +140,7 @@ async def test_export_writes_every_answer_unchanged_one_file_per_call(tmp_path):
     assert exported == snap["rates"] and len(exported) == 17 and all(r > 0 for r in exported.values())
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_to_scenario_states_brokers_capacities_bundles_owners_and_rates(tmp_path):
     snap = await take_snapshot(tmp_path)
     scenario, skipped = scenario_dict(read_snapshot(tmp_path / "snap"), duration="10m")
@@ -174,7 +174,7 @@ def _without_initial(scenario: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_the_converted_topics_publish_the_exported_rates_on_brokers_of_the_exported_capacity(tmp_path):
     snap = await take_snapshot(tmp_path)
     scenario, _ = scenario_dict(read_snapshot(tmp_path / "snap"), duration="10m")
@@ -188,7 +188,7 @@ async def test_the_converted_topics_publish_the_exported_rates_on_brokers_of_the
                 assert getattr(mine, key).limit == pytest.approx(getattr(theirs, key).limit)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_export_to_scenario_run_reproduces_the_exported_ownership_and_rates(tmp_path):
     snap = await take_snapshot(tmp_path)
     scenario, _ = scenario_dict(read_snapshot(tmp_path / "snap"), duration="10m")
@@ -238,7 +238,7 @@ def test_the_sample_snapshot_converts_to_its_brokers_owners_rates_and_policies()
     assert sum(len(g["names"]) for g in scenario["topics"]) == 17
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_the_sample_snapshot_runs_from_its_stated_owners():
     scenario, _ = scenario_dict(read_snapshot(SAMPLE), duration="5m")
     replay = loader.loads(to_toml(scenario), "sample.toml")

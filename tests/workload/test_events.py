@@ -133,7 +133,7 @@ over = "2m"
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_every_verb_is_applied_at_its_time():
     scenario = loader.loads(EVENTS, "events.toml")
     async with observed(scenario) as run:
@@ -229,7 +229,7 @@ consumer_jitter = { fraction = 0.25, period = "1m", off = "15s" }
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_consumer_jitter_closes_and_reopens_consumers():
     async with observed(loader.loads(JITTER, "jitter.toml")) as run:
         closed = []
@@ -282,7 +282,7 @@ down = "35s"
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_failed_event_is_reported_in_one_line_and_the_run_goes_on():
     async with observed(loader.loads(RESTART_KILL, "restart-kill.toml")) as run:
         await run.sleep_until(8 * MIN)

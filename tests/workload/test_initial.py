@@ -88,7 +88,7 @@ warm = "30m"
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_skewed_at_2_5_is_measured_at_2_5_in_the_first_report_cycle_before_any_shedding():
     scenario = loads(SKEWED, "skewed.toml")
     seen: dict[str, object] = {}
@@ -149,7 +149,7 @@ owners = ["beta:8080", "alpha:8080", "beta", "alpha:8080", "gamma:8080"]
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_explicit_owners_are_exactly_the_owners_at_t0():
     scenario = loads(EXPLICIT, "explicit.toml")
     at_t0: dict[str, object] = {}
@@ -212,7 +212,7 @@ warm = "30m"
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_warm_start_the_leaders_first_view_is_the_traffic_model_not_the_defaults():
     scenario = loads(WARM, "warm.toml")
     first: dict[str, object] = {}
@@ -269,7 +269,7 @@ async def test_warm_start_the_leaders_first_view_is_the_traffic_model_not_the_de
                 assert stats.msg_rate_in == pytest.approx(plan.stats[bundle].msg_rate_in, rel=1e-6)
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_avg_shedder_hit_counters_start_empty_on_a_warm_start():
     scenario = loads(SKEWED.replace('warm = "30m"', 'warm = "2h"'), "skewed.toml")
     async with observed(scenario) as run:
@@ -282,7 +282,7 @@ async def test_avg_shedder_hit_counters_start_empty_on_a_warm_start():
         assert hits == [({}, {})]
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_cold_initial_state_reports_the_owners_traffic_after_the_first_stats_period():
     scenario = loads(SKEWED.replace('warm = "30m"\n', ''), "cold.toml")
     async with observed(scenario) as run:

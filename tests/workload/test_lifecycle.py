@@ -46,7 +46,7 @@ brokers = ["broker-3"]
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_removed_broker_added_by_name_comes_back_empty_and_then_gets_bundles():
     async with observed(loader.loads(BACK, "back.toml")) as run:
         c = run.cluster
@@ -88,7 +88,7 @@ ADD_RUNNING = BACK.replace('at = "3m"\ndo = "add_brokers"\nbrokers = ["broker-3"
                            'at = "3m"\ndo = "add_brokers"\nbrokers = ["broker-2"]')
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_adding_a_running_broker_by_name_fails_the_event_in_one_line():
     async with observed(loader.loads(ADD_RUNNING, "add-running.toml")) as run:
         await run.sleep_until(3 * MIN + 1)
@@ -124,7 +124,7 @@ every = "2s"
 """
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_fixed_cadence_restarts_one_broker_every_n_seconds_whatever_the_drain_state():
     async with observed(loader.loads(CADENCE, "cadence.toml")) as run:
         seen: list[dict] = []

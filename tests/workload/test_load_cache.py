@@ -60,7 +60,7 @@ def test_versioned_tables_give_the_plain_sums_bit_for_bit_as_they_change():
     assert src.bundle_stats("broker-1", 0.0, {}) == {}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 @pytest.mark.parametrize("name, minutes", [("hot-topic", 12), ("broker-crash", 8)])
 async def test_every_report_of_a_scenario_equals_the_plain_computation(monkeypatch, name, minutes):
     cached = WorkloadLoadSource.bundle_stats

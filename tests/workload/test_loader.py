@@ -7,7 +7,7 @@ import pytest
 from emulator.model.config import ConfigError, ServiceConfig
 from emulator.workload import library, loader
 from emulator.workload.build import cluster_settings, client_settings, service_config
-from emulator.workload.durations import format_duration, parse_duration
+from emulator.model.durations import format_duration, parse_duration
 from emulator.workload.errors import ScenarioError
 from emulator.workload.schema import AddBrokers, SpikeEvent
 

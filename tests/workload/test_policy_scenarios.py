@@ -110,7 +110,7 @@ def owners(cluster, ns: str) -> set[str]:
     return {o for b, o in cluster.ownership().items() if b.rsplit("/", 1)[0] == ns}
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_scenario_policies_and_policy_events_steer_placement():
     scenario = loader.loads(SCENARIO, "isolation.toml")
     async with observed(scenario) as run:
@@ -144,7 +144,7 @@ async def test_scenario_policies_and_policy_events_steer_placement():
         assert leader._policies.failure_domain("broker-1:8080") == "rack-b"
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_a_refused_policy_event_is_reported_and_the_run_goes_on():
     text = SCENARIO.replace('name = "rack-c"\nbrokers = ["broker-2"]', 'name = "rack-c"\nbrokers = ["broker-3"]')
     scenario = loader.loads(text, "isolation.toml")

@@ -79,7 +79,7 @@ def test_format_is_fixed_and_complete():
     assert "event failed: events[1]" in format_summary(_summary(event_errors=["events[1] (x): y"]))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_summarize_reads_the_cluster():
     async with emulated_cluster(3, seed=4, namespaces={"public/default": 6},
                                 load_source=FlatLoad(rate=100.0, broker_cores={"broker-3:8080": 1})) as c:
@@ -122,7 +122,7 @@ def test_a_handle_whose_creation_failed_is_down_from_its_creation_until_closed()
     assert tracker.still_down() == 1
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_handles_that_never_connect_are_counted_unavailable_not_zero():
     """No broker can serve them: creation fails after the operation timeout (30 s); the topic-seconds
     count from creation, in the summary and in the metrics alike."""

@@ -1,7 +1,8 @@
 """Durations as people write them in scenario files: "90m", "2h", "1h30m", "30s", "250ms", or seconds.
 
-Kept apart from the CLI's own flag parsing so the workload layer imports nothing above it; the grammar
-is the same, plus milliseconds (metadata-store and network latencies are sub-second).
+A pure function of the model layer, so every layer may use it: scenario files, the CLI's flags (the same
+grammar), `Cluster.wait_until(pred, timeout="5m")` and the testing helpers. Milliseconds are allowed
+(metadata-store and network latencies are sub-second).
 """
 
 from __future__ import annotations
