@@ -128,7 +128,7 @@ def test_every_default_is_nonzero_and_zero_is_zero():
     assert all(getattr(z, f.name) == Constant(0.0) for f in msgspec.structs.fields(Latencies))
 
 
-@pytest.mark.anyio
+@pytest.mark.asyncio
 async def test_load_report_ticks_keep_a_fixed_rate_whatever_the_write_costs():
     """LoadReportUpdaterTask runs at a fixed rate (scheduleAtFixedRate): with a 0.4 s metadata write
     every tick still falls on start + k x 5 s; a fixed delay after each write would drift 0.4 s per
