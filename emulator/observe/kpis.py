@@ -27,6 +27,8 @@ from typing import Any
 
 import msgspec
 
+from emulator.model.stats import percentile, tdtv
+
 from .timeline import COUNTERS, RATE, THROUGHPUT, USAGE, Timeline
 
 __all__ = ["BALANCE_BOUND", "BALANCE_MINUTES", "KPIS", "WHOLE_RUN_ONLY", "Kpi", "Scope", "compute"]
@@ -105,26 +107,8 @@ class Scope(msgspec.Struct, frozen=True):
         return self.start <= t < self.end or (self.last and t == self.end)
 
 
-def _pct(values: list[float], p: float) -> float | None:
-    """Exact percentile, linear between closest ranks (Spark's `percentile`)."""
-    xs = sorted(values)
-    if not xs:
-        return None
-    pos = p * (len(xs) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] if lo == hi else (hi - pos) * xs[lo] + (pos - lo) * xs[hi]
-
-
 def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
-
-
-def _tdtv(up: float, down: float) -> float:
-    lo, hi = min(up, down), max(up, down)
-    if lo == 0:
-        return 0.0
-    a = (lo / hi) ** 0.8
-    return a * (up + down) + (1 - a) * lo
 
 
 class _Facts:
@@ -268,7 +252,7 @@ class _Facts:
             pts.sort()
             over[b] = math.fsum(max(0.0, min(self.next_tick[t], s.end) - t) for t, u in pts if u >= self.threshold)
             d = [pts[i][1] - pts[i - 1][1] for i in range(1, len(pts))]
-            tdtvs[b] = _tdtv(math.fsum(x for x in d if x >= 0), math.fsum(-x for x in d if x < 0))
+            tdtvs[b] = tdtv(math.fsum(x for x in d if x >= 0), math.fsum(-x for x in d if x < 0))
         k["overloaded_broker_seconds"] = math.fsum(over.values())
         k["overloaded_seconds_max"] = max(over.values(), default=0.0)
         k["overloaded_brokers"] = sum(1 for v in over.values() if v > 0)
@@ -290,16 +274,16 @@ class _Facts:
                 k[kpi] += inc
 
         lat = [e["unavailable"] for e in self.reconnects if s.holds(e["t"])]
-        k.update(reconnects=len(lat), reconnect_latency_mean=_mean(lat), reconnect_latency_p50=_pct(lat, 0.5),
-                 reconnect_latency_p99=_pct(lat, 0.99), reconnect_latency_max=max(lat, default=None))
+        k.update(reconnects=len(lat), reconnect_latency_mean=_mean(lat), reconnect_latency_p50=percentile(lat, 0.5),
+                 reconnect_latency_p99=percentile(lat, 0.99), reconnect_latency_max=max(lat, default=None))
         per_topic = []
         for merged in self.islands.values():
             secs = math.fsum(max(0.0, min(b, s.end) - max(a, s.start)) for a, b in merged)
             if secs > 0:
                 per_topic.append(secs)
         k.update(unavailable_topics=len(per_topic), unavailable_topic_seconds=math.fsum(per_topic),
-                 unavailable_topic_seconds_p50=_pct(per_topic, 0.5),
-                 unavailable_topic_seconds_p99=_pct(per_topic, 0.99),
+                 unavailable_topic_seconds_p50=percentile(per_topic, 0.5),
+                 unavailable_topic_seconds_p99=percentile(per_topic, 0.99),
                  unavailable_topic_seconds_max=max(per_topic, default=None))
 
         events = [ttb for t, ttb in self.balance if s.holds(t)]

@@ -5,7 +5,8 @@
     report.py     PNG plots and an HTML page from a roll-up folder (matplotlib, no Spark)
     session.py    a quiet local SparkSession and a clean stop
     recording.py  the recording folder: files, explicit schemas, run.json
-    compare.py, stats.py, tables.py   the comparison over seeds, Student t / TDTV, console tables
+    compare.py    the comparison over seeds (Student t: emulator/model/stats.py)
+    tables.py     console tables
     synthetic.py  recordings in the recorder's format for tests and dry runs
     cli.py        the `rollup`, `sweep` and `report` sub-commands
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from emulator.pipeline.stats import mean_ci95
+from emulator.model.stats import mean_ci95
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from emulator.pipeline.stats import ci95_half_width, mean_ci95, percentile, student_t_ppf, tdtv
+from emulator.model.stats import ci95_half_width, mean_ci95, percentile, student_t_ppf, tdtv
 
 
 @pytest.mark.parametrize("df, expected", [(1, 12.706204736174707), (2, 4.302652729749464),

@@ -12,7 +12,7 @@ from emulator.cli import UsageError
 from emulator.pipeline.cli import add_report_parser, add_rollup_parser, add_sweep_parser, parse_grid, \
     parse_seeds
 from emulator.pipeline.rollup import KPI_COLUMNS
-from emulator.pipeline.stats import student_t_ppf
+from emulator.model.stats import student_t_ppf
 from emulator.pipeline.sweep import expand_grid, resolve_runner, sweep
 from emulator.pipeline.synthetic import run_recorded
 from tests.pipeline.options import SWEEP_OPTIONS

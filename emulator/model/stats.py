@@ -1,7 +1,7 @@
-"""Small pure statistics the pipeline needs without SciPy: Student t quantiles, the 95 % interval, TDTV.
+"""Small pure statistics without SciPy: Student t quantiles, the 95 % interval, percentiles, TDTV.
 
-Pure functions of their arguments, so the Spark job, the sweep's comparison table and the tests share one
-definition of each figure.
+Pure functions of their arguments, so the Spark job, the sweep's comparison table, the expectations' KPIs
+and the tests share one definition of each figure.
 """
 
 from __future__ import annotations
