@@ -41,7 +41,7 @@ USAGE = "pulsar_lb_emulator_broker_max_usage"
 RATE = ("pulsar_broker_rate_in", "pulsar_broker_rate_out")
 THROUGHPUT = ("pulsar_broker_throughput_in", "pulsar_broker_throughput_out")
 COUNTERS: dict[str, str] = {
-    # KPI name -> sample name (the roll-up's COUNTERS, plus the publish counters)
+    # KPI name -> sample name (the roll-up's COUNTERS are these without the publish counters)
     "bundle_moves": "pulsar_lb_emulator_bundle_moves_total",
     "lookups": "pulsar_broker_lookup_answers_total",
     "lookup_redirects": "pulsar_broker_lookup_redirects_total",

@@ -88,6 +88,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import msgspec
 
+from emulator.observe.timeline import COUNTERS as _TIMELINE_COUNTERS
+from emulator.observe.timeline import RATE, THROUGHPUT, USAGE
 from emulator.pipeline.compare import comparison_frame, comparison_rows
 from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
                                          load_runs, spark_schemas)
@@ -96,15 +98,8 @@ from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, spark_
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-USAGE = "pulsar_lb_emulator_broker_max_usage"
-RATE = ("pulsar_broker_rate_in", "pulsar_broker_rate_out")
-THROUGHPUT = ("pulsar_broker_throughput_in", "pulsar_broker_throughput_out")
-COUNTERS: Mapping[str, str] = {
-    "bundle_moves": "pulsar_lb_emulator_bundle_moves_total",
-    "lookups": "pulsar_broker_lookup_answers_total",
-    "lookup_redirects": "pulsar_broker_lookup_redirects_total",
-    "lookup_failures": "pulsar_broker_lookup_failures_total",
-}
+# the series the KPIs read, named once (the expectations' timeline reads the same ones)
+COUNTERS: Mapping[str, str] = {k: v for k, v in _TIMELINE_COUNTERS.items() if not k.startswith("publish_")}
 RUN_SCOPE = -1  # the `window` value of the whole-run scope
 
 # Every KPI column, in table order; the comparison table averages these over seeds.
