@@ -29,8 +29,10 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import msgspec
+import structlog
 
 from emulator.cluster.policy_admin import PolicyAdminError
+from emulator.runtime.supervision import report_failure
 from emulator.model.policies import FailureDomain
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +90,13 @@ class PolicyRoutes:
             return await view(method, body, **args)
         except PolicyAdminError as e:
             return _error(e.status, e.reason)
+        except Exception as e:
+            # not a refusal Pulsar would give: the emulator's own fault, counted as an actor failure
+            # (summary, run.json, exit 3) as well as answered with a 500
+            system = self.cluster.system
+            report_failure(system.failures, system.on_failure, structlog.get_logger("policy_http"),
+                           "http:" + getattr(view, "__name__", "policy"), system.clock.now(), e)
+            return _error(500, f"emulator fault: {type(e).__name__}: {e}")
 
     def _check_cluster(self, method: str, cluster: str) -> Response | None:
         if cluster != self.cluster.name:

@@ -119,3 +119,21 @@ async def test_failure_domains_and_anti_affinity_groups_through_the_admin_paths(
             assert (await http("DELETE", domains + "/domain2"))[0] == 200
             assert (await http("DELETE", domains + "/domain2"))[0] == 404
             await anyio.sleep(1)
+
+
+@pytest.mark.asyncio
+async def test_a_fault_in_a_policy_route_is_an_emulator_failure_not_a_quiet_500():
+    """A route that raises something other than Pulsar's refusals answers 500 and is counted as the
+    emulator's own fault (system.failures: the summary's EMULATOR BUG line and exit 3)."""
+    from emulator.observe.policy_http import PolicyRoutes
+
+    async with emulated_cluster(2, seed=3, namespaces={"t/ns": 2}, strict=False) as cluster:
+        routes = PolicyRoutes(cluster)
+
+        async def broken(method, body, **args):
+            raise KeyError("boom")
+
+        routes.isolation = broken   # type: ignore[method-assign]
+        status, _, body = await routes.handle("GET", "/admin/v2/clusters/cluster/namespaceIsolationPolicies", b"")
+        assert status == 500 and b"emulator fault: KeyError" in body
+        assert [f.actor for f in cluster.system.failures] == ["http:broken"]
