@@ -220,6 +220,7 @@ class Broker(Actor):
         self.registered = False
         self._local_lm: Any = None
         self._local_lm_time = -1.0
+        self._local_lm_brokers: frozenset[str] = frozenset()   # the registry the view was built on
         # stats periods and host-usage samples (stats_window.py); None = instant stats
         self.windows: BrokerWindows | None = None
         self._windows_seen = (-1, -1)
@@ -335,6 +336,14 @@ class Broker(Actor):
         to be most of the cost."""
         stats = self.stats
         stats.lookups += 1
+        if self.closing:
+            # ServerCnx.handleLookup: `if (!service.getPulsar().isRunning())` answers ServiceNotReady
+            # before anything else (PR #17085, in 3.0): a broker draining for shutdown refuses every
+            # lookup, and the client closes that connection (ClientCnx.checkServerError)
+            stats.failures += 1
+            reply.ok(LookupTopicResponse(LookupType.FAILED, error=ServerError.SERVICE_NOT_READY,
+                                         message="Failed due to pulsar service is not ready"))
+            return
         if stats.pending >= self.conf.max_concurrent_lookup_request:
             stats.too_many += 1
             stats.failures += 1
@@ -548,8 +557,10 @@ class Broker(Actor):
         """A follower's own ModularLoadManager, used while no leader is active.
 
         Pulsar's followers keep their load manager's view up to date all the time; here it is
-        built on the first local decision, refreshed at most once per report interval, and dropped
-        when a leader decides again (a hundred followers' views of every bundle would not fit in
+        built on the first local decision, refreshed at most once per report interval or when the
+        broker registry this broker watches has changed since (Pulsar's `getAvailableBrokers()` reads
+        the registry on every decision: a view that still listed a stopped broker would send lookups
+        there, to fail with NotFound), and dropped when a leader decides again (a hundred followers' views of every bundle would not fit in
         memory): a view rebuilt after a gap starts its bundle averages afresh. The view keeps its
         bundle windows as objects (`columnar=False`, the same numbers): a follower updates it at
         most once per report interval, where the columns' faster updates do not pay for their
@@ -560,7 +571,8 @@ class Broker(Actor):
         # `lm`, not `self._local_lm`, after the awaits: a leader elected meanwhile sets the attribute
         # to None, and this decision finishes on the view it started with
         lm = self._local_lm
-        if lm is None or now - self._local_lm_time >= self.report_interval:
+        if (lm is None or now - self._local_lm_time >= self.report_interval
+                or self._local_lm_brokers != self.available_brokers):
             if lm is None:
                 strategy = strategies.create(
                     self.conf.load_balancer_load_placement_strategy, rng=self.rng
@@ -580,6 +592,7 @@ class Broker(Actor):
             lm.update_all(available, reports, self.owned_bundle_names())
             if self._local_lm is lm:
                 self._local_lm_time = now
+                self._local_lm_brokers = self.available_brokers
         # the follower's ModularLoadManagerImpl applies the same policies as the leader's
         lm.policies = await self.policy_cache.refresh()
         try:

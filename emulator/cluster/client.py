@@ -42,6 +42,10 @@ from .messages import (
 from .network import Network
 
 
+_SERVICE = "service->"
+"""Prefix of the pool key of the connection to the service name (see `_service_connection`)."""
+
+
 class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     """ClientConfigurationData defaults that matter to load balancing."""
 
@@ -188,6 +192,7 @@ class PulsarClient(Actor):
         self.stats = ClientStats()
         self._connected = 0   # handles in state "connected": counted, not scanned (waits poll it)
         self._rejections: dict[str, tuple[int, float]] = {}
+        self._service_broker: str | None = None   # behind the service-name connection ("service")
 
     async def on_start(self) -> None:
         self.network.register_client(self.name, self)
@@ -337,9 +342,10 @@ class PulsarClient(Actor):
         if h.state != "connecting":
             return None
         if not result.ok:
+            # ClientCnx.handleError completes the request exceptionally and keeps the connection:
+            # checkServerError (which closes it on ServiceNotReady) runs for lookup and
+            # partitioned-metadata answers only
             self.stats.attach_failures += 1
-            if result.error is ServerError.SERVICE_NOT_READY:
-                self.close_connection(broker_id, reason="ServiceNotReady")
             return f"attach failed: {result.error.value if result.error else ''}"
         self.stats.attaches += 1
         self.network.connect(self.name, broker_id)
@@ -361,14 +367,38 @@ class PulsarClient(Actor):
 
     def _next_service_url(self) -> str:
         if self.settings.service_url == "service":
-            ready = self.network.listening()
-            if ready:
-                return ready[self.rng.randrange(len(ready))]
+            return self._service_connection() or self.service_urls[0]
         urls = self.service_urls
         if len(urls) == 1:
             return urls[0]
         self._url_index = (self._url_index + 1) % len(urls)
         return urls[self._url_index]
+
+    def _service_connection(self) -> str | None:
+        """The broker behind this client's pooled connection to the service name.
+
+        ConnectionPool keys a connection by (logical, physical) address, so every lookup's first hop
+        to the service name shares one connection, apart from the connections to the brokers'
+        own addresses that producers attach over. Behind a Service that connection stays on the pod
+        it was opened to (kube-proxy routes an established connection to its pod) until it is
+        closed; a new one goes to a ready pod, and a terminating pod is not ready (Kubernetes takes
+        it out of the Service's endpoints when its termination starts): a broker that is listening
+        and not draining. None: no broker is listening."""
+        current = self._service_broker
+        if current is not None and self.network.is_listening(current):
+            return current
+        self._cnx.discard(_SERVICE + (current or ""))
+        listening = self.network.listening()
+        ready = [b for b in listening if not self.network.is_draining(b)] or list(listening)
+        self._service_broker = ready[self.rng.randrange(len(ready))] if ready else None
+        return self._service_broker
+
+    def _close_service_connection(self, broker_id: str) -> None:
+        """checkServerError on the service-name connection: only that connection closes."""
+        if self._service_broker == broker_id:
+            self.stats.connection_closes += 1
+            self._cnx.discard(_SERVICE + broker_id)
+            self._service_broker = None
 
     def _get_broker(self, h: Handle) -> None:
         """BinaryProtoLookupService.getBroker: lookups of a topic in flight are shared
@@ -397,7 +427,9 @@ class PulsarClient(Actor):
             self._lookup_failed(lookup, "connection refused")
             return
         # a round trip on the wire, the broker's handling (`lookup`), a connection if there is none
-        delay = 2 * self.network.latency + self._connect_time(broker.name) + self.latency("lookup")
+        # (the first hop of a "service" client goes over its service-name connection)
+        cnx = _SERVICE + broker.name if self._over_service(lookup) else broker.name
+        delay = 2 * self.network.latency + self._connect_time(cnx) + self.latency("lookup")
         if delay > 0:
             self.call_later(delay, self._lookup_ask, lookup, broker)
         else:
@@ -429,9 +461,17 @@ class PulsarClient(Actor):
             lookup.authoritative = resp.authoritative
             self._lookup_send(lookup)
         else:
-            self._on_server_error(broker.name, resp.error)
+            if self._over_service(lookup):
+                if resp.error is ServerError.SERVICE_NOT_READY:
+                    self._close_service_connection(broker.name)
+            else:
+                self._on_server_error(broker.name, resp.error)
             self._lookup_failed(
                 lookup, f"{resp.error.value if resp.error else 'Failed'}: {resp.message}")
+
+    def _over_service(self, lookup: _Lookup) -> bool:
+        """True for a lookup's first hop of a "service" client (its service-name connection)."""
+        return lookup.redirects == 0 and self.settings.service_url == "service"
 
     def _lookup_failed(self, lookup: _Lookup, reason: str) -> None:
         stats = self.stats

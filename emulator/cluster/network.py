@@ -73,6 +73,10 @@ class Network:
         actor = self._brokers.get(broker_id)
         return actor is not None and actor.alive
 
+    def is_draining(self, broker_id: str) -> bool:
+        """A listening broker on its way out (PulsarService state Closing): not ready for a Service."""
+        return bool(getattr(self._brokers.get(broker_id), "closing", False))
+
     def listening(self) -> tuple[str, ...]:
         """The brokers accepting connections, sorted (what a Service in front of them routes to);
         kept until the next listen/unlisten (a crash unlistens too)."""

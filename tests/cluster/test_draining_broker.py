@@ -1,0 +1,125 @@
+"""A broker draining for shutdown, as clients see it: ServerCnx refuses its lookups, a refused attach
+keeps the connection, and a "service" client's lookup connection is one pooled connection that moves
+only when it is closed."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from emulator.cluster.client import ClientSettings
+from emulator.cluster.cluster import ClusterSettings
+from emulator.cluster.messages import HandleKind, LookupTopic, LookupType, ServerError
+from emulator.testing import emulated_cluster
+
+NS = "public/default"
+TOPICS = [f"persistent://{NS}/t-{i}" for i in range(200)]
+SLOW_DRAIN = ClusterSettings(bundle_close_time=2.0)   # each bundle takes 2 s to unload
+
+
+def _owner_with_bundles(cluster, leader: str) -> str:
+    """A follower that owns at least two bundles (its drain lasts 4 s or more)."""
+    counts: dict[str, int] = {}
+    for owner in cluster.ownership().values():
+        counts[owner] = counts.get(owner, 0) + 1
+    return max((b for b in counts if b != leader), key=lambda b: (counts[b], b))
+
+
+@pytest.mark.asyncio
+async def test_a_draining_broker_refuses_every_lookup_with_service_not_ready():
+    async with emulated_cluster(3, seed=3, namespaces={NS: 8}, settings=SLOW_DRAIN) as cluster:
+        leader = await cluster.wait_for_leader()
+        client = cluster.add_client()
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        draining = _owner_with_bundles(cluster, leader)
+        broker = cluster.brokers[draining]
+        # a topic it still owns: before the drain, the lookup is answered Connect
+        mine = next(t for t in TOPICS if client.handles and any(
+            h.topic == t and h.broker_id == draining for h in client.handles.values()))
+        before = await broker.ask(LookupTopic(mine, authoritative=False))
+        assert before.response is LookupType.CONNECT
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cluster.stop_broker, draining, "graceful")
+            await anyio.sleep(1.0)    # inside the first bundle's 2 s unload
+            assert broker.closing and broker.alive
+            during = await broker.ask(LookupTopic(mine, authoritative=True))
+            assert during.response is LookupType.FAILED
+            assert during.error is ServerError.SERVICE_NOT_READY
+            assert during.message == "Failed due to pulsar service is not ready"
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=300)
+
+
+@pytest.mark.asyncio
+async def test_a_refused_attach_keeps_the_connection_and_its_other_producers():
+    """ClientCnx.handleError fails the one request; checkServerError (which closes the connection
+    on ServiceNotReady) runs for lookup answers only."""
+    async with emulated_cluster(3, seed=4, namespaces={NS: 8}) as cluster:
+        await cluster.wait_for_leader()
+        client = cluster.add_client()
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        handles = list(client.handles.values())
+        broker_a = handles[0].broker_id
+        on_a = [h for h in handles if h.broker_id == broker_a]
+        elsewhere = next(h.topic for h in handles if h.broker_id != broker_a)
+        # a stale lookup answer sends a new producer of `elsewhere` to broker A, which refuses it
+        (hid,) = client.create_handles([elsewhere], HandleKind.PRODUCER)
+        h = client.handles[hid]
+        h.attempting = True
+        client._on_broker(h, broker_a, None)
+        await cluster.wait_until(lambda: h.state == "connected", timeout=60)
+        assert client.stats.attach_failures >= 1
+        assert h.broker_id != broker_a
+        assert all(p.state == "connected" and p.broker_id == broker_a for p in on_a)
+        assert client.stats.reconnects == 0
+
+
+@pytest.mark.asyncio
+async def test_a_service_client_keeps_one_lookup_connection_until_it_is_closed():
+    settings = ClientSettings(service_url="service", record_lookups=True)
+    async with emulated_cluster(4, seed=6, namespaces={NS: 8}, settings=SLOW_DRAIN) as cluster:
+        leader = await cluster.wait_for_leader()
+        client = cluster.add_client(settings=settings)
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        first_hops = {r.hops[0][0] for r in client.records}
+        assert len(first_hops) == 1     # every lookup's first hop went over the same connection
+        (service_broker,) = first_hops
+        if service_broker == leader:   # drain a follower that is the service connection's broker
+            pytest.skip("seed put the service connection on the leader")   # pragma: no cover
+        client.records.clear()
+        closes_before = client.stats.connection_closes
+        await cluster.stop_broker(service_broker, "graceful")
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=300)
+        refused = [r for r in client.records
+                   if r.hops and r.hops[0][0] == service_broker and r.outcome.startswith("Failed")]
+        later = [r for r in client.records if r.hops and r.hops[0][0] != service_broker]
+        # the drain refused the lookups that reached it (its own producers' reconnects)...
+        assert refused and all("ServiceNotReady" in r.outcome for r in refused)
+        # ...which closed the service connection only: a new one went to one other, ready broker
+        assert later and len({r.hops[0][0] for r in later}) == 1
+        assert client.stats.connection_closes > closes_before
+        assert all(r.outcome.startswith("Connect") for r in later)
+
+
+@pytest.mark.asyncio
+async def test_a_follower_deciding_locally_never_picks_a_broker_gone_from_the_registry():
+    """ModularLoadManagerImpl reads getAvailableBrokers() on every decision: a follower's local view
+    built before a broker left must not send the next bundle there (NotFound for the client)."""
+    from emulator.cluster import paths
+
+    async with emulated_cluster(3, seed=7, namespaces={NS: 16}) as cluster:
+        leader = await cluster.wait_for_leader()
+        follower, gone = [b for b in cluster.live_brokers() if b != leader]
+        f = cluster.brokers[follower]
+        nb = await cluster.namespace_bundles(NS)
+        bundles = nb.names
+        await f._select_locally(bundles[0], False)           # the view is built now, `gone` in it
+        await cluster.stop_broker(gone, "graceful")
+        await cluster.wait_until(lambda: gone not in f.available_brokers, timeout=5)
+        assert f.now - f._local_lm_time < f.report_interval   # still inside the view's interval
+        picks = [await f._select_locally(b, False) for b in bundles[1:]]
+        assert gone not in picks
+        assert set(picks) <= {leader, follower}
+        assert gone not in cluster.store.peek_children(paths.BROKERS)
