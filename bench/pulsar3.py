@@ -178,8 +178,10 @@ class ScaleMeasure(Measure):
 class SplitMeasure(Measure):
     """Split: emulated seconds from the run start until the namespace has
     `loadBalancerNamespaceMaximumBundles` bundles (128): its initial bundles plus len(children) - 1 per
-    `bundle_split`. Beside it: the time until bundles stop changing owner after that ("and balance",
-    as ScaleMeasure), splits and the end spread."""
+    `bundle_split`. Beside it: the time until bundles stop changing owner after that (as ScaleMeasure),
+    splits and the end spread, bundles and msg-rate max/min: "and balance" in the published row, which
+    a quiet load manager does not mean by itself (ThresholdShedder can stop moving bundles on a
+    cluster it leaves unbalanced, below `loadBalancerBundleUnloadMinThroughputThreshold`)."""
 
     def __init__(self, run: Any, quiet: float = QUIET) -> None:
         super().__init__(run, quiet)
@@ -201,7 +203,8 @@ class SplitMeasure(Measure):
         balanced, moves, later = self.settle(self.reached if self.reached is not None else self.t0, end)
         details = {"target_bundles": self.target, "bundles": self.bundles, "splits": self.splits,
                    "balanced_after_s": None if figure is None or balanced is None else figure + balanced,
-                   "moves_after_target": moves, **self.spread()}
+                   "moves_after_target": moves,
+                   "msg_rate_ratio": getattr(summary, "msg_rate_ratio", None), **self.spread()}
         note = "" if figure is not None else f"{self.bundles} of {self.target} bundles at the end"
         return Run(scenario=self.run.scenario.name, seed=self.run.workload.seed, figure=figure,
                    note=note, details=details)
