@@ -75,7 +75,11 @@ class BundleOwner(Actor):
 
     async def close_topics(self) -> int:
         """topic.close(closeWithoutWaitingClientDisconnect=true): CloseProducer/CloseConsumer to every
-        client, without waiting for their answer; then the topics are gone from this broker.
+        client first, without waiting for their answer; then the managed ledgers close, and only then
+        are the topics gone from this broker (PersistentTopic.close sends the disconnects, then
+        `ledger.asyncClose` -> `disposeTopic` completes the close future that unloadServiceUnit, and so
+        the ownership release, waits for). Clients therefore start reconnecting while the bundle is
+        still owned here, inactive.
 
         Closing costs emulated time (ledgers closed, cursors persisted). With a latency sampler:
         `bundle_close` plus the slowest of the topics' `topic_close` draws, as
@@ -87,17 +91,17 @@ class BundleOwner(Actor):
             delay = self.latency("bundle_close") + self.latency.max_of("topic_close", n)
         else:
             delay = self.close_time + self.close_time_per_topic * n
-        if delay > 0:
-            import anyio
-
-            await anyio.sleep(delay)
         for topic, client, hid, kind in self.handles():
             actor = self.network.client(client) if self.network is not None else None
             if actor is not None:
                 actor.tell(CloseHandle(topic, hid, kind))
+        self._handles.clear()
+        if delay > 0:
+            import anyio
+
+            await anyio.sleep(delay)
         self.topics.clear()
         self.topics.version += 1
-        self._handles.clear()
         return n
 
     def hand_over(self, child: "BundleOwner", contains: Any) -> None:

@@ -123,3 +123,24 @@ async def test_a_follower_deciding_locally_never_picks_a_broker_gone_from_the_re
         assert gone not in picks
         assert set(picks) <= {leader, follower}
         assert gone not in cluster.store.peek_children(paths.BROKERS)
+
+
+@pytest.mark.asyncio
+async def test_an_unload_tells_the_clients_first_and_releases_the_bundle_after_the_ledgers_close():
+    """PersistentTopic.close(closeWithoutWaitingClientDisconnect=true) sends CloseProducer at once;
+    the ownership node goes only once the managed ledgers are closed (2 s here)."""
+    async with emulated_cluster(3, seed=8, namespaces={NS: 4}, settings=SLOW_DRAIN) as cluster:
+        await cluster.wait_for_leader()
+        client = cluster.add_client()
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        nb = await cluster.namespace_bundles(NS)
+        bundle, owner = next(iter(sorted(cluster.ownership().items())))
+        moved = [h for h in client.handles.values() if nb.find_bundle(h.topic) == bundle]
+        assert moved
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cluster.brokers[owner].unload_bundle, bundle)
+            await anyio.sleep(0.5)
+            assert all(h.state == "connecting" for h in moved)     # told at the start...
+            assert cluster.ownership().get(bundle) == owner        # ...while the bundle is still held
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
