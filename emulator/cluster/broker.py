@@ -418,8 +418,10 @@ class Broker(Actor):
             return
         stats.failures += 1
         assert isinstance(outcome, LookupFailure), outcome
-        reply.ok(LookupTopicResponse(LookupType.FAILED, error=outcome.error,
-                                     message=outcome.message))
+        error = outcome.error
+        if error is ServerError.METADATA_ERROR and self.conf.emulator_lookup_failures_as_service_not_ready:
+            error = ServerError.SERVICE_NOT_READY   # TopicLookupBase.handleLookupError before 3.0.2
+        reply.ok(LookupTopicResponse(LookupType.FAILED, error=error, message=outcome.message))
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         """NamespaceBundleFactory: cached ranges, read from /admin/local-policies, refreshed by watch.

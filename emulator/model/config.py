@@ -162,6 +162,12 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     emulator_unload_destination_affinity: bool = True
     """Shedding unloads with a destination (bundleBrokerAffinityMap); True = the next assignment of
     that bundle range goes there (where Pulsar consumes it is unconfirmed); False = ignored."""
+    emulator_lookup_failures_as_service_not_ready: bool = False
+    """Pulsar before 3.0.2 (the release the published Pulsar 3.0.0 table ran): TopicLookupBase answered
+    every failed lookup, a bundle being unloaded, a busy ownership lock, a metadata error, with
+    ServiceNotReady, and the client closes its connection to that broker on ServiceNotReady
+    (ClientCnx.checkServerError), so every producer and consumer attached there reconnects. PR #21211
+    (3.0.2) and PR #21993 (3.0.3) answer MetadataError instead, which closes nothing: the default."""
     emulator_instant_stats: bool = False
     """True = every load report carries the traffic and host usage of its own instant (the
     emulator's old behaviour), with no stats period or host-usage sampling interval between traffic

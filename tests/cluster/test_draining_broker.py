@@ -144,3 +144,29 @@ async def test_an_unload_tells_the_clients_first_and_releases_the_bundle_after_t
             assert all(h.state == "connecting" for h in moved)     # told at the start...
             assert cluster.ownership().get(bundle) == owner        # ...while the bundle is still held
         await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("before_302, expected", [(False, ServerError.METADATA_ERROR),
+                                                  (True, ServerError.SERVICE_NOT_READY)])
+async def test_a_lookup_of_a_bundle_being_unloaded_answers_by_release(before_302, expected):
+    """MetadataError since PR #21211 (3.0.2); ServiceNotReady before, which closes the connection."""
+    from emulator.model.config import ServiceConfig
+
+    conf = ServiceConfig().with_overrides(
+        {"emulator_lookup_failures_as_service_not_ready": str(before_302).lower()}, source="test")
+    async with emulated_cluster(3, seed=8, conf=conf, namespaces={NS: 4}, settings=SLOW_DRAIN) as cluster:
+        await cluster.wait_for_leader()
+        client = cluster.add_client()
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        nb = await cluster.namespace_bundles(NS)
+        bundle, owner = next(iter(sorted(cluster.ownership().items())))
+        topic = next(t for t in TOPICS if nb.find_bundle(t) == bundle)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cluster.brokers[owner].unload_bundle, bundle)
+            await anyio.sleep(0.5)
+            answer = await cluster.brokers[owner].ask(LookupTopic(topic, authoritative=True))
+        assert answer.response is LookupType.FAILED
+        assert "being unloaded" in answer.message
+        assert answer.error is expected
