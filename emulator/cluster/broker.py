@@ -221,6 +221,7 @@ class Broker(Actor):
         self._local_lm: Any = None
         self._local_lm_time = -1.0
         self._local_lm_brokers: frozenset[str] = frozenset()   # the registry the view was built on
+        self.splitting: set[str] = set()   # parents between their children's locks and their release
         # stats periods and host-usage samples (stats_window.py); None = instant stats
         self.windows: BrokerWindows | None = None
         self._windows_seen = (-1, -1)
@@ -759,6 +760,20 @@ class Broker(Actor):
             raise AdminError(f"Unsupported namespace bundle split algorithm {algorithm!r}; supported: "
                              f"{', '.join(conf.supported_namespace_bundle_split_algorithms)}")
         namespace, lower, upper = parse_bundle(bundle)
+        self.splitting.add(bundle)
+        try:
+            return await self._split_and_own(bundle, namespace, lower, upper, algorithm, unload,
+                                              boundaries)
+        finally:
+            self.splitting.discard(bundle)
+
+    async def _split_and_own(self, bundle: str, namespace: str, lower: int, upper: int,
+                             algorithm: str, unload: bool,
+                             boundaries: tuple[int, ...] | list[int] | None) -> dict[str, Any]:
+        """splitAndOwnBundleOnceAndRetry. From the children's locks to the parent's release both
+        are owned here and active (OwnershipCache holds the children before `updateBundleState(parent,
+        false)`), the parent still serving its topics: `splitting` names the parent meanwhile."""
+        conf = self.conf
         for attempt in range(7):
             owned = self.owned.get(bundle)
             if owned is None or not owned.active or owned.actor is None:
