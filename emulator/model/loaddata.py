@@ -229,6 +229,14 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
             self.pulsar_service_url_tls,
         )
 
+    def percent_usages(self) -> dict[str, float]:
+        """`percent_usage()` of each of the five resources, by field name (the metrics' gauges read
+        all five of every broker at every sample: four of them computed together)."""
+        cpu, direct, b_in, b_out = _percent_usages(self.cpu, self.direct_memory, self.bandwidth_in,
+                                                   self.bandwidth_out)
+        return {"cpu": cpu, "memory": self.memory.percent_usage(), "direct_memory": direct,
+                "bandwidth_in": b_in, "bandwidth_out": b_out}
+
     def max_resource_usage(self) -> float:
         """max(cpu, direct memory, bw in, bw out) % / 100, as a fraction. Memory is excluded (#19559).
 
