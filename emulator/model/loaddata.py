@@ -59,6 +59,10 @@ _F32_PACK, _F32_UNPACK = _F32.pack, _F32.unpack
 _2F32 = struct.Struct("<ff")
 _2F32_PACK, _2F32_UNPACK = _2F32.pack, _2F32.unpack
 _USAGE_KEY_PACK = struct.Struct("<12d").pack
+_4F32 = struct.Struct("<4f")
+_4F32_PACK, _4F32_UNPACK = _4F32.pack, _4F32.unpack
+_8F32 = struct.Struct("<8f")
+_8F32_PACK, _8F32_UNPACK = _8F32.pack, _8F32.unpack
 
 
 def _f32(x: float) -> float:
@@ -109,6 +113,27 @@ class ResourceUsage(msgspec.Struct, rename="camel"):
                 usage, limit = _f32(self.usage), _f32(limit)
             proportion = _f32(usage / limit)
         return _f32(proportion * 100.0)
+
+
+def _percent_usages(
+    a: ResourceUsage, b: ResourceUsage, c: ResourceUsage, d: ResourceUsage
+) -> tuple[float, float, float, float]:
+    """`percent_usage()` of four resources, each rounding step done for all four in one struct round
+    trip (float32 rounding is per value, so the results are the same bits as four calls).
+
+    A broker's weighted usage needs four of them at every report tick (its memory changes each
+    time); a limit <= 0 or a value beyond float32 takes `percent_usage` one at a time, with its
+    special cases and exceptions."""
+    la, lb, lc, ld = a.limit, b.limit, c.limit, d.limit
+    if la > 0 and lb > 0 and lc > 0 and ld > 0:
+        try:
+            ua, la, ub, lb, uc, lc, ud, ld = _8F32_UNPACK(
+                _8F32_PACK(a.usage, la, b.usage, lb, c.usage, lc, d.usage, ld))
+            pa, pb, pc, pd = _4F32_UNPACK(_4F32_PACK(ua / la, ub / lb, uc / lc, ud / ld))
+            return _4F32_UNPACK(_4F32_PACK(pa * 100.0, pb * 100.0, pc * 100.0, pd * 100.0))
+        except (OverflowError, ZeroDivisionError):
+            pass
+    return a.percent_usage(), b.percent_usage(), c.percent_usage(), d.percent_usage()
 
 
 class NamespaceBundleStats(msgspec.Struct, rename="camel"):
@@ -204,6 +229,14 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
             self.pulsar_service_url_tls,
         )
 
+    def percent_usages(self) -> dict[str, float]:
+        """`percent_usage()` of each of the five resources, by field name (the metrics' gauges read
+        all five of every broker at every sample: four of them computed together)."""
+        cpu, direct, b_in, b_out = _percent_usages(self.cpu, self.direct_memory, self.bandwidth_in,
+                                                   self.bandwidth_out)
+        return {"cpu": cpu, "memory": self.memory.percent_usage(), "direct_memory": direct,
+                "bandwidth_in": b_in, "bandwidth_out": b_out}
+
     def max_resource_usage(self) -> float:
         """max(cpu, direct memory, bw in, bw out) % / 100, as a fraction. Memory is excluded (#19559).
 
@@ -240,17 +273,18 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
             cached = self.__dict__.get("_weighted_usage")
             if cached is not None and cached[0] == key:
                 return cached[1]
+        p_cpu, p_direct, p_in, p_out = _percent_usages(cpu, direct, b_in, b_out)
         m = -math.inf
-        v = self.cpu.percent_usage() * cpu_w
+        v = p_cpu * cpu_w
         if v > m:
             m = v
-        v = self.direct_memory.percent_usage() * direct_w
+        v = p_direct * direct_w
         if v > m:
             m = v
-        v = self.bandwidth_in.percent_usage() * in_w
+        v = p_in * in_w
         if v > m:
             m = v
-        v = self.bandwidth_out.percent_usage() * out_w
+        v = p_out * out_w
         if v > m:
             m = v
         result = m / 100.0

@@ -407,11 +407,11 @@ class _ClusterCollector:
             yield g
 
         # --- load balancing (ModularLoadManagerImpl.updateLoadBalancingMetrics) -------------------
+        percents = [(broker_id, broker.local_data.percent_usages()) for broker_id, broker in live]
         for metric_name, attr, doc in _USAGES:
             g = k.gauge(metric_name, doc, labels=("cluster", "broker", "metric"))
-            for broker_id, broker in live:
-                g.add_metric((name, broker_id, "loadBalancing"),
-                             getattr(broker.local_data, attr).percent_usage())
+            for broker_id, percent in percents:
+                g.add_metric((name, broker_id, "loadBalancing"), percent[attr])
             yield g
         g = k.gauge("pulsar_lb_emulator_broker_max_usage",
                     "Weighted max resource usage the load manager uses "

@@ -153,6 +153,9 @@ class LiveTimeline(Timeline):
         self.interval = float(interval)
         self._clock = clock
         self._last_sample_t: float | None = None
+        self._labels: dict[Any, Labels] = {}
+        """Each sampled series' sorted labels, made once: every block repeats the same series, and
+        a day's samples then share a few hundred label tuples instead of holding one each."""
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     def _on_event(self, event: "Event") -> None:
@@ -171,9 +174,17 @@ class LiveTimeline(Timeline):
     def take(self, t: float, rows: list[Any]) -> None:
         """One block of samples stamped `t` from the metrics' `rows()`: the timeline's own, or the
         recorder's when the run is recorded (a `Recorder.row_listeners` entry instead of `run()`)."""
-        for (name, label_names, label_values), value in rows:
+        labels_of = self._labels
+        if len(labels_of) > 4 * len(rows) + 1024:     # series that have gone (brokers)
+            labels_of.clear()
+        append = self.samples.append
+        for key, value in rows:
+            name = key[0]
             if name in SAMPLED:
-                self.samples.append((t, name, tuple(sorted(zip(label_names, label_values))), float(value)))
+                labels = labels_of.get(key)
+                if labels is None:
+                    labels = labels_of[key] = tuple(sorted(zip(key[1], key[2])))
+                append((t, name, labels, float(value)))
         self._last_sample_t = t
 
     def follow(self, recorder: "Recorder") -> None:

@@ -13,10 +13,11 @@ ResourceUsages of the report. What a bundle serves:
 One pass per call: the topics become index arrays, and the per-bundle sums are `np.bincount`s. A
 broker's bundles come as versioned `TopicTable`s, so what depends only on the topics and their
 producers and consumers (which topics publish, their consumer counts and sizes, the per-bundle counts)
-is kept per broker until a table's version changes; a report then costs one gather, three products
-and one `np.bincount` over the publishing topics. Every bundle sum adds the same numbers in the same
-order as the plain pass (the topics that carry nothing only add +0.0 there), so both give the same
-floats; tests/workload/test_load_cache.py checks this against the plain pass, report by report.
+is kept per broker until a table's version changes; a report then costs the traffic model's rates of
+the publishing topics alone (`TopicSubset`), three products and one `np.bincount` over them. Every
+bundle sum adds the same numbers in the same order as the plain pass (the topics that carry nothing
+only add +0.0 there), so both give the same floats; tests/workload/test_load_cache.py checks this
+against the plain pass, report by report.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from emulator.cluster.load_source import SystemUsage, TopicLoad, TopicTable
 from emulator.model.loaddata import NamespaceBundleStats
 
 from .resources import BrokerTraffic, ResourceModel
-from .traffic import TrafficModel
+from .traffic import TopicSubset, TrafficModel
 
 __all__ = ["WorkloadLoadSource", "bundle_sums"]
 
@@ -146,9 +147,9 @@ class _BrokerArrays:
     waiting for each other, which makes the bincount about twice as fast."""
 
     __slots__ = ("names", "tables", "versions", "parts", "idx", "consumers", "size", "bins", "nbins",
-                 "flat", "r_in", "r_out", "t_in", "t_out", "counts", "empty")
+                 "flat", "r_in", "r_out", "t_in", "t_out", "counts", "empty", "traffic")
 
-    def __init__(self, names: list[str], parts: list[_BundleArrays]) -> None:
+    def __init__(self, names: list[str], parts: list[_BundleArrays], traffic: TrafficModel) -> None:
         self.names = names
         self.parts = parts
         self.tables = [p.table for p in parts]
@@ -174,6 +175,8 @@ class _BrokerArrays:
         self.counts = ([p.consumer_count for p in parts], [p.producer_count for p in parts],
                        [p.topics for p in parts])
         self.empty = not any(p.topics for p in parts)
+        self.traffic: TopicSubset = traffic.subset(self.idx)
+        """The rates of these topics only: a broker publishes a few hundred of the model's topics."""
 
     def fits(self, bundles: Mapping[str, Mapping[str, TopicLoad]]) -> bool:
         """The same tables (by identity), at the same versions, under the same names."""
@@ -205,7 +208,7 @@ class WorkloadLoadSource:
             return {name: NamespaceBundleStats() for name in a.names}
         # the plain pass's arithmetic, element for element (see the module docstring)
         r_in = a.r_in
-        self.traffic.rates(now).take(a.idx, out=r_in, mode="clip")
+        a.traffic.rates(now, out=r_in)
         np.multiply(r_in, a.consumers, out=a.r_out)
         np.multiply(r_in, a.size, out=a.t_in)
         np.multiply(a.r_out, a.size, out=a.t_out)
@@ -229,7 +232,7 @@ class WorkloadLoadSource:
             if p is None or p.table is not table or p.version != table.version:
                 p = _BundleArrays(table, self.traffic.index, self.traffic.msg_size)
             parts.append(p)
-        arrays = self._brokers[broker_id] = _BrokerArrays(list(bundles), parts)
+        arrays = self._brokers[broker_id] = _BrokerArrays(list(bundles), parts, self.traffic)
         return arrays
 
     def system_usage(

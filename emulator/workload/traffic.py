@@ -3,8 +3,9 @@
 A fluid model (DESIGN.md "Runtime rules"): no message is ever sent. Each topic has a base rate (msg/s)
 and a message size (bytes) in flat arrays indexed by a topic → index map; patterns (ramp, spike,
 diurnal, noise) and traffic events (spike, ramp, set/scale rate) are *modifiers* that multiply slices
-of the rate array at a given time. `rates(now)` evaluates them all at once and caches the result per instant, since every
-broker's report at one instant asks for the same vector.
+of the rate array at a given time. `rates(now)` evaluates them all at once and caches the result per instant;
+a broker's report, at an instant of its own, evaluates only its own topics through a `TopicSubset` (the
+same floats, a twentieth of the work on 20 brokers).
 
 What is *served* (a topic carries traffic only while a producer is connected, and out = in × connected
 consumers) is decided from the brokers' actual producers and consumers in `load.py`; this module only
@@ -98,6 +99,12 @@ class Modifier:
         """True once the modifier is 1 for ever after `now` (so it can be dropped)."""
         return now >= self.end
 
+    def restricted(self, pos: np.ndarray) -> Modifier:
+        """A modifier whose factor is this one's at positions `pos` of its factor array (for a
+        scalar factor, this one). Each element comes from the same float operations as in `factor`,
+        so rates evaluated for a subset of the topics are bit for bit the full evaluation's."""
+        return self
+
 
 class _Spike(Modifier):
     __slots__ = ("start", "value")
@@ -147,13 +154,40 @@ class _Diurnal(Modifier):
             self._a_sin = amplitude * np.sin(self.omega * phase)
 
     def factor(self, now: float) -> float | np.ndarray:
-        if self._a_cos is None:
+        if self._a_cos is None or self._a_sin is None:
             return 1.0 + self.amplitude * math.sin(self.omega * (now + self.phase))
-        wt = self.omega * now
-        out = self._a_cos * math.sin(wt)
-        out += self._a_sin * math.cos(wt)
-        out += 1.0
-        return out
+        return _jittered_sine(self._a_cos, self._a_sin, self.omega * now)
+
+    def restricted(self, pos: np.ndarray) -> Modifier:
+        if self._a_cos is None or self._a_sin is None:
+            return self
+        return _DiurnalSubset(self, pos)
+
+
+def _jittered_sine(a_cos: np.ndarray, a_sin: np.ndarray, wt: float) -> np.ndarray:
+    """1 + a_cos * sin(wt) + a_sin * cos(wt), elementwise, always in this order (a subset must give
+    the same floats)."""
+    out = a_cos * math.sin(wt)
+    out += a_sin * math.cos(wt)
+    out += 1.0
+    return out
+
+
+class _DiurnalSubset(Modifier):
+    """A jittered `_Diurnal` at some of its topics only: the same terms, products for those topics
+    alone (one broker's report needs its own few hundred topics, not all of them)."""
+
+    __slots__ = ("omega", "_a_cos", "_a_sin")
+
+    def __init__(self, full: _Diurnal, pos: np.ndarray) -> None:
+        super().__init__(full.indices, full.end)
+        assert full._a_cos is not None and full._a_sin is not None
+        self.omega = full.omega
+        self._a_cos = full._a_cos[pos]
+        self._a_sin = full._a_sin[pos]
+
+    def factor(self, now: float) -> np.ndarray:
+        return _jittered_sine(self._a_cos, self._a_sin, self.omega * now)
 
 
 class _Noise(Modifier):
@@ -177,6 +211,78 @@ class _Noise(Modifier):
             self._values = np.maximum(0.0, 1.0 + self.sd * gen.standard_normal(len(self._values)))
             self._bucket = bucket
         return self._values
+
+    def restricted(self, pos: np.ndarray) -> Modifier:
+        return _NoiseSubset(self, pos)
+
+
+class _NoiseSubset(Modifier):
+    """A `_Noise` at some of its topics: the full draw (once per interval, shared), then only
+    those topics' values, picked once per interval."""
+
+    __slots__ = ("full", "pos", "_drawn", "_values")
+
+    def __init__(self, full: _Noise, pos: np.ndarray) -> None:
+        super().__init__(full.indices, full.end)
+        self.full, self.pos = full, pos
+        self._drawn: np.ndarray | None = None
+        self._values = np.ones(len(pos))
+
+    def factor(self, now: float) -> np.ndarray:
+        drawn = self.full.factor(now)
+        if drawn is not self._drawn:
+            self._drawn, self._values = drawn, drawn[self.pos]
+        return self._values
+
+
+class TopicSubset:
+    """`TrafficModel.rates(now)[idx]` for a fixed index array `idx`, without evaluating every topic.
+
+    Each element gets the same float operations in the same order as in `rates` (the base rate times
+    each modifier's factor, modifier by modifier), so the values are identical; a modifier's
+    per-topic terms are restricted to the topics in `idx` once, when the model's modifiers change."""
+
+    __slots__ = ("model", "idx", "_plan", "_for", "_version")
+
+    def __init__(self, model: TrafficModel, idx: np.ndarray) -> None:
+        self.model = model
+        self.idx = np.asarray(idx, dtype=np.intp)
+        self._plan: list[tuple[np.ndarray | None, Modifier]] = []
+        self._for: list[Modifier] | None = None   # the model's modifier list the plan was made for
+        self._version = -1
+
+    def rates(self, now: float, out: np.ndarray) -> np.ndarray:
+        """Fill `out` (length len(idx)) with the topics' msg/s at emulated time `now`."""
+        model = self.model
+        t = now - model.origin
+        mods = model._live_modifiers(t)
+        if mods is not self._for or model._version != self._version:
+            self._replan(mods)
+        model.base_rate.take(self.idx, out=out)
+        for where, m in self._plan:
+            f = m.factor(t)
+            if where is None:
+                out *= f
+            else:
+                out[where] *= f
+        return out
+
+    def _replan(self, mods: list[Modifier]) -> None:
+        """For each modifier: where in `idx` its topics are (None: everywhere) and the modifier
+        restricted to them."""
+        n = len(self.model.base_rate)
+        plan: list[tuple[np.ndarray | None, Modifier]] = []
+        for m in mods:
+            if m.indices is None:
+                plan.append((None, m.restricted(self.idx)))
+                continue
+            slot = np.full(n, -1, dtype=np.intp)      # topic -> its position in m.indices
+            slot[m.indices] = np.arange(len(m.indices), dtype=np.intp)
+            pos = slot[self.idx]
+            where = np.flatnonzero(pos >= 0)
+            if len(where):
+                plan.append((where, m.restricted(pos[where])))
+        self._plan, self._for, self._version = plan, mods, self.model._version
 
 
 class TrafficModel:
@@ -280,9 +386,7 @@ class TrafficModel:
         if key == self._cache_key:
             return self._cache
         now = now - self.origin
-        mods = self._modifiers
-        if any(m.finished(now) for m in mods):
-            self._modifiers = mods = [m for m in mods if not m.finished(now)]
+        mods = self._live_modifiers(now)
         r = self.base_rate.copy()
         for m in mods:
             f = m.factor(now)
@@ -293,6 +397,19 @@ class TrafficModel:
         r.flags.writeable = False
         self._cache_key, self._cache = key, r
         return r
+
+    def _live_modifiers(self, now: float) -> list[Modifier]:
+        """The modifiers still in effect at `now` (time since `origin`); the finished ones, 1 for
+        ever after, are dropped for good."""
+        mods = self._modifiers
+        if any(m.finished(now) for m in mods):
+            self._modifiers = mods = [m for m in mods if not m.finished(now)]
+        return mods
+
+    def subset(self, idx: np.ndarray) -> TopicSubset:
+        """An evaluator of the rates of topics `idx` alone (in that order), for a caller that asks
+        for the same topics again and again at instants of its own (a broker's load report)."""
+        return TopicSubset(self, idx)
 
     # ------------------------------------------------------------------ changes (events)
 

@@ -64,6 +64,39 @@ def test_default_resource_usage_is_zero_percent() -> None:
     assert ResourceUsage().percent_usage() == 0.0
 
 
+def test_four_percent_usages_at_once_are_the_same_bits_as_one_at_a_time() -> None:
+    """`_percent_usages` (the weighted usage's fast path) against `percent_usage`, value by value,
+    exceptions included: ordinary, rounding-sensitive, zero, negative, tiny, huge, inf and NaN."""
+    import random
+    import struct
+
+    from emulator.model.loaddata import _percent_usages
+
+    def outcome(f):  # the exact bits, or the exception's type
+        try:
+            return tuple(struct.pack("<d", x) for x in f())
+        except Exception as e:  # noqa: BLE001
+            return type(e)
+
+    rng = random.Random(4)
+    odd = [0.0, -0.0, 1.0, -5.0, 1e-46, 1e-30, 3.5e38, 1e300, math.inf, -math.inf, math.nan, 100.0]
+    for _ in range(3000):
+        pairs = []
+        for _ in range(4):
+            if rng.random() < 0.3:
+                pairs.append((rng.choice(odd), rng.choice(odd)))
+            else:
+                limit = rng.uniform(1.0, 1e7)
+                pairs.append((rng.uniform(0.0, 1.3) * limit, limit))
+        rs = [ResourceUsage(usage=u, limit=lim) for u, lim in pairs]
+        assert outcome(lambda: _percent_usages(*rs)) == outcome(
+            lambda: tuple(r.percent_usage() for r in rs)), pairs
+
+    b = broker(cpu=(123.4, 400.0), mem=(1000.0, 4096.0), direct=(7.0, 0.0), bw_in=(3e6, 1e7), bw_out=(1.0, 3.0))
+    assert b.percent_usages() == {attr: getattr(b, attr).percent_usage()
+                                  for attr in ("cpu", "memory", "direct_memory", "bandwidth_in", "bandwidth_out")}
+
+
 # --- LocalBrokerData usage maxima (§1.4) -----------------------------------------------------------
 
 

@@ -199,3 +199,35 @@ def test_external_work_without_timers_is_not_a_deadlock():
 def test_bad_stall_timeout_is_refused(bad):
     with pytest.raises(ValueError, match="stall_timeout"):
         VirtualEventLoop(bad)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_timer_has_every_field_asyncio_s_timer_handle_gives_it(debug):
+    """`_FifoTimerHandle` sets TimerHandle's fields itself outside debug mode: the same values as
+    asyncio's constructor, slot by slot (a Python upgrade that adds a field fails here)."""
+    import contextvars
+
+    from emulator.runtime.virtual_loop import _FifoTimerHandle
+
+    def slots(cls: type) -> set[str]:
+        return {s for k in cls.__mro__ for s in getattr(k, "__slots__", ()) if s != "__weakref__"}
+
+    loop = VirtualEventLoop()
+    loop.set_debug(debug)
+    try:
+        ctx = contextvars.copy_context()
+        for context in (ctx, None):
+            ours = _FifoTimerHandle(12.5, print, (1, 2), loop, context, 7)
+            theirs = asyncio.TimerHandle(12.5, print, (1, 2), loop, context)
+            assert slots(_FifoTimerHandle) - slots(asyncio.TimerHandle) == {"_seq"}
+            for name in slots(asyncio.TimerHandle):
+                mine, asyncio_s = getattr(ours, name), getattr(theirs, name)
+                if name == "_context" and context is None:
+                    assert type(mine) is type(asyncio_s)        # a fresh copy each
+                elif name == "_source_traceback" and debug:
+                    assert mine is not None and asyncio_s is not None
+                else:
+                    assert mine == asyncio_s, name
+            assert ours._seq == 7
+    finally:
+        loop.close()

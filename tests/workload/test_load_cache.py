@@ -20,13 +20,24 @@ MIN = 60.0
 
 
 class _Traffic:
-    """The three things the load source reads of a TrafficModel."""
+    """What the load source reads of a TrafficModel."""
 
     def __init__(self, rates: np.ndarray, msg_size: np.ndarray, index: dict[str, int]) -> None:
         self._rates, self.msg_size, self.index = rates, msg_size, index
 
     def rates(self, now: float) -> np.ndarray:
         return self._rates
+
+    def subset(self, idx: np.ndarray) -> _Subset:
+        return _Subset(self._rates, idx)
+
+
+class _Subset:
+    def __init__(self, rates: np.ndarray, idx: np.ndarray) -> None:
+        self._rates, self.idx = rates, idx
+
+    def rates(self, now: float, out: np.ndarray) -> np.ndarray:
+        return self._rates.take(self.idx, out=out)
 
 
 def _plain(src: WorkloadLoadSource, now: float, bundles: Any) -> Any:

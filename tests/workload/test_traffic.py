@@ -303,3 +303,49 @@ def test_jittered_diurnal_matches_the_direct_sine_at_any_time():
         np.testing.assert_allclose(d.factor(t), direct, rtol=0, atol=1e-12)
     flat = _Diurnal(None, 0.5, 3_600.0, 900.0)
     assert flat.factor(0.0) == pytest.approx(1.5)
+
+
+def test_a_topic_subset_gives_the_full_rates_bit_for_bit():
+    """`TopicSubset.rates` (a broker's report: its own topics only) equals `rates(now)[idx]` exactly,
+    through every kind of modifier, on all topics or a group or a selection, while events add
+    modifiers, change base rates and spikes finish."""
+    m = model("""
+[[topics]]
+group = "g"
+namespace = "a/x"
+count = 300
+rate = { distribution = "zipf", total = 10000, exponent = 1.1 }
+patterns = [
+  { kind = "diurnal", amplitude = 0.4, period = "1h", phase_jitter = "5m" },
+  { kind = "noise", sd = 0.2, interval = "10s", select = { fraction = 0.5 } },
+  { kind = "spike", at = "10m", duration = "5m", factor = 7, select = { hottest = 5 } },
+]
+[[topics]]
+group = "h"
+namespace = "a/y"
+count = 200
+rate = { distribution = "uniform", low = 1, high = 50 }
+patterns = [{ kind = "noise", sd = 0.3, interval = "7s" }, { kind = "ramp", start = "1m", end = "9m", to_factor = 2 }]
+[[traffic.patterns]]
+kind = "diurnal"
+amplitude = 0.35
+period = "2h"
+phase_jitter = "10m"
+[[traffic.patterns]]
+kind = "diurnal"
+amplitude = 0.1
+period = "30m"
+""")
+    m.origin = 100.0
+    rng = np.random.default_rng(3)
+    subsets = [m.subset(rng.permutation(500)[:k]) for k in (0, 1, 17, 250, 500)]
+    subsets.append(m.subset(np.arange(300, 500)))
+    for step, t in enumerate(np.cumsum(rng.uniform(0.0, 9.0, 400)) + 100.0):
+        if step == 100:
+            m.spike(np.array([3, 301, 499]), 4.0, start=t - 100.0, duration=60.0)
+        if step == 200:
+            m.set_rate(np.array([0, 450]), 77.0)
+            m.ramp(None, 0.5, start=t - 100.0, over=300.0)
+        for s in subsets:
+            got = s.rates(float(t), out=np.empty(len(s.idx)))
+            assert np.array_equal(got, m.rates(float(t))[s.idx]), (step, len(s.idx))
