@@ -123,6 +123,10 @@ class _Result(msgspec.Struct, frozen=True):
 _ATTACHED = AttachResult(ok=True)
 
 
+_CONNECT_REFUSED = AttachResult(False, ServerError.SERVICE_NOT_READY,
+                                "Failed due to pulsar service is not ready", connection_refused=True)
+
+
 class OwnedBundle:
     """Pulsar's OwnedBundle: the in-memory ownership entry, present while acquiring and while owned."""
 
@@ -560,10 +564,10 @@ class Broker(Actor):
         """A follower's own ModularLoadManager, used while no leader is active.
 
         Pulsar's followers keep their load manager's view up to date all the time; here it is
-        built on the first local decision, refreshed at most once per report interval or when the
-        broker registry this broker watches has changed since (Pulsar's `getAvailableBrokers()` reads
-        the registry on every decision: a view that still listed a stopped broker would send lookups
-        there, to fail with NotFound), and dropped when a leader decides again (a hundred followers' views of every bundle would not fit in
+        built on the first local decision, refreshed at most once per report interval, cut down to the
+        broker registry this broker watches whenever that changed (Pulsar's `getAvailableBrokers()`
+        reads the registry on every decision: a view that still listed a stopped broker would send
+        lookups there, to fail with NotFound), and dropped when a leader decides again (a hundred followers' views of every bundle would not fit in
         memory): a view rebuilt after a gap starts its bundle averages afresh. The view keeps its
         bundle windows as objects (`columnar=False`, the same numbers): a follower updates it at
         most once per report interval, where the columns' faster updates do not pay for their
@@ -574,8 +578,14 @@ class Broker(Actor):
         # `lm`, not `self._local_lm`, after the awaits: a leader elected meanwhile sets the attribute
         # to None, and this decision finishes on the view it started with
         lm = self._local_lm
-        if (lm is None or now - self._local_lm_time >= self.report_interval
-                or self._local_lm_brokers != self.available_brokers):
+        if lm is not None and self._local_lm_brokers != self.available_brokers:
+            # getAvailableBrokers() on every decision: a broker gone from the registry since the view
+            # was built is no candidate (brokers that joined wait for the next refresh; rebuilding on
+            # every registry change made each follower re-read every report, restart case 1.6x slower)
+            available = self.available_brokers
+            lm.known_brokers = [b for b in lm.known_brokers if b in available]
+            self._local_lm_brokers = available
+        if lm is None or now - self._local_lm_time >= self.report_interval:
             if lm is None:
                 strategy = strategies.create(
                     self.conf.load_balancer_load_placement_strategy, rng=self.rng
@@ -902,7 +912,14 @@ class Broker(Actor):
     # ================================================================== producers / consumers
 
     def _on_attach(self, msg: Attach, reply: Reply) -> None:
-        """ServerCnx handleProducer/handleSubscribe: serve only topics of active bundles owned here."""
+        """ServerCnx handleProducer/handleSubscribe: serve only topics of active bundles owned here.
+
+        A broker draining for shutdown takes no new connection (ServerCnx.handleConnect checks
+        `isRunning()`, PR #17314): a client that has none to it is refused before its producer or
+        consumer is looked at; one that still has its connection is served as usual."""
+        if self.closing and not self.network.is_connected(msg.client, self.broker_id):
+            reply.ok(_CONNECT_REFUSED)
+            return
         try:
             name, namespace = parse_topic(msg.topic)
         except ValueError as e:

@@ -8,9 +8,11 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
 * a producer/consumer then attaches to the answered broker; any failure re-runs the whole lookup after
   `backoff.next()` (100 ms doubling to 60 s, up to 10 % less at random); creation gives up after the
   operation timeout (30 s); once created a handle retries forever;
-* ServiceNotReady (in a lookup answer or an attach error) closes the whole connection to that broker, so
-  every handle attached there reconnects (ClientCnx.checkServerError); TooManyRequests closes it after 50
-  rejections within 60 s;
+* ServiceNotReady in a lookup answer closes the connection it came over (ClientCnx.checkServerError):
+  a broker's own connection, so every handle attached there reconnects, or, for a "service" client's
+  first hop, its pooled connection to the service name only; TooManyRequests closes it after 50
+  rejections within 60 s. An attach error (CommandError) fails that attach and closes nothing
+  (ClientCnx.handleError);
 * a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
 """
 
@@ -346,6 +348,8 @@ class PulsarClient(Actor):
             # checkServerError (which closes it on ServiceNotReady) runs for lookup and
             # partitioned-metadata answers only
             self.stats.attach_failures += 1
+            if result.connection_refused:
+                self._cnx.discard(broker_id)   # the next try opens (and pays for) a new connection
             return f"attach failed: {result.error.value if result.error else ''}"
         self.stats.attaches += 1
         self.network.connect(self.name, broker_id)

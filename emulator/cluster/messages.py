@@ -70,6 +70,9 @@ class AttachResult(msgspec.Struct, frozen=True):
     ok: bool
     error: ServerError | None = None
     message: str = ""
+    connection_refused: bool = False
+    """The connection itself was refused (ServerCnx.handleConnect on a broker that is not running):
+    the client has no connection to that broker afterwards."""
 
 
 class Detach(msgspec.Struct, frozen=True):

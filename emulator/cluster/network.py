@@ -99,6 +99,9 @@ class Network:
     def connect(self, client: str, broker_id: str) -> None:
         self._connections[broker_id].add(client)
 
+    def is_connected(self, client: str, broker_id: str) -> bool:
+        return client in self._connections.get(broker_id, ())
+
     def disconnect(self, client: str, broker_id: str) -> None:
         self._connections[broker_id].discard(client)
 

@@ -170,3 +170,33 @@ async def test_a_lookup_of_a_bundle_being_unloaded_answers_by_release(before_302
         assert answer.response is LookupType.FAILED
         assert "being unloaded" in answer.message
         assert answer.error is expected
+
+
+@pytest.mark.asyncio
+async def test_a_draining_broker_takes_no_new_connection_but_serves_the_ones_it_has():
+    """ServerCnx.handleConnect refuses while the broker is not running (PR #17314)."""
+    from emulator.cluster.messages import Attach
+
+    async with emulated_cluster(3, seed=3, namespaces={NS: 8}, settings=SLOW_DRAIN) as cluster:
+        leader = await cluster.wait_for_leader()
+        connected = cluster.add_client()
+        connected.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: connected.connected_count() == len(TOPICS), timeout=120)
+        stranger = cluster.add_client()
+        draining = _owner_with_bundles(cluster, leader)
+        broker = cluster.brokers[draining]
+        nb = await cluster.namespace_bundles(NS)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cluster.stop_broker, draining, "graceful")
+            # before the first reconnects (~100 ms backoff): their lookups, refused here, would close
+            # `connected`'s connection to this broker too
+            await anyio.sleep(0.05)
+            assert broker.closing and cluster.network.is_connected(connected.name, draining)
+            active = {b for b, o in broker.owned.items() if o.active}
+            topic = next(t for t in TOPICS if nb.find_bundle(t) in active)
+            served = await broker.ask(Attach(topic, 10_001, connected.name, HandleKind.PRODUCER))
+            refused = await broker.ask(Attach(topic, 1, stranger.name, HandleKind.PRODUCER))
+            assert served.ok
+            assert not refused.ok and refused.connection_refused
+            assert refused.error is ServerError.SERVICE_NOT_READY
+        await cluster.wait_until(lambda: connected.connected_count() == len(TOPICS), timeout=300)
