@@ -17,6 +17,14 @@ TOPICS = [f"persistent://{NS}/t-{i}" for i in range(200)]
 SLOW_DRAIN = ClusterSettings(bundle_close_time=2.0)   # each bundle takes 2 s to unload
 
 
+async def _producing_client(cluster, settings: ClientSettings | None = None):
+    """A client with a producer on each of TOPICS, every one connected."""
+    client = cluster.add_client(settings=settings) if settings else cluster.add_client()
+    client.create_handles(TOPICS, HandleKind.PRODUCER)
+    await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+    return client
+
+
 def _owner_with_bundles(cluster, leader: str) -> str:
     """A follower that owns at least two bundles (its drain lasts 4 s or more)."""
     counts: dict[str, int] = {}
@@ -29,9 +37,7 @@ def _owner_with_bundles(cluster, leader: str) -> str:
 async def test_a_draining_broker_refuses_every_lookup_with_service_not_ready():
     async with emulated_cluster(3, seed=3, namespaces={NS: 8}, settings=SLOW_DRAIN) as cluster:
         leader = await cluster.wait_for_leader()
-        client = cluster.add_client()
-        client.create_handles(TOPICS, HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        client = await _producing_client(cluster)
         draining = _owner_with_bundles(cluster, leader)
         broker = cluster.brokers[draining]
         # a topic it still owns: before the drain, the lookup is answered Connect
@@ -56,9 +62,7 @@ async def test_a_refused_attach_keeps_the_connection_and_its_other_producers():
     on ServiceNotReady) runs for lookup answers only."""
     async with emulated_cluster(3, seed=4, namespaces={NS: 8}) as cluster:
         await cluster.wait_for_leader()
-        client = cluster.add_client()
-        client.create_handles(TOPICS, HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        client = await _producing_client(cluster)
         handles = list(client.handles.values())
         broker_a = handles[0].broker_id
         on_a = [h for h in handles if h.broker_id == broker_a]
@@ -80,9 +84,7 @@ async def test_a_service_client_keeps_one_lookup_connection_until_it_is_closed()
     settings = ClientSettings(service_url="service", record_lookups=True)
     async with emulated_cluster(4, seed=6, namespaces={NS: 8}, settings=SLOW_DRAIN) as cluster:
         leader = await cluster.wait_for_leader()
-        client = cluster.add_client(settings=settings)
-        client.create_handles(TOPICS, HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        client = await _producing_client(cluster, settings)
         first_hops = {r.hops[0][0] for r in client.records}
         assert len(first_hops) == 1     # every lookup's first hop went over the same connection
         (service_broker,) = first_hops
@@ -131,9 +133,7 @@ async def test_an_unload_tells_the_clients_first_and_releases_the_bundle_after_t
     the ownership node goes only once the managed ledgers are closed (2 s here)."""
     async with emulated_cluster(3, seed=8, namespaces={NS: 4}, settings=SLOW_DRAIN) as cluster:
         await cluster.wait_for_leader()
-        client = cluster.add_client()
-        client.create_handles(TOPICS, HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        client = await _producing_client(cluster)
         nb = await cluster.namespace_bundles(NS)
         bundle, owner = next(iter(sorted(cluster.ownership().items())))
         moved = [h for h in client.handles.values() if nb.find_bundle(h.topic) == bundle]
@@ -157,9 +157,7 @@ async def test_a_lookup_of_a_bundle_being_unloaded_answers_by_release(before_302
         {"emulator_lookup_failures_as_service_not_ready": str(before_302).lower()}, source="test")
     async with emulated_cluster(3, seed=8, conf=conf, namespaces={NS: 4}, settings=SLOW_DRAIN) as cluster:
         await cluster.wait_for_leader()
-        client = cluster.add_client()
-        client.create_handles(TOPICS, HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=120)
+        client = await _producing_client(cluster)
         nb = await cluster.namespace_bundles(NS)
         bundle, owner = next(iter(sorted(cluster.ownership().items())))
         topic = next(t for t in TOPICS if nb.find_bundle(t) == bundle)
@@ -179,9 +177,7 @@ async def test_a_draining_broker_takes_no_new_connection_but_serves_the_ones_it_
 
     async with emulated_cluster(3, seed=3, namespaces={NS: 8}, settings=SLOW_DRAIN) as cluster:
         leader = await cluster.wait_for_leader()
-        connected = cluster.add_client()
-        connected.create_handles(TOPICS, HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: connected.connected_count() == len(TOPICS), timeout=120)
+        connected = await _producing_client(cluster)
         stranger = cluster.add_client()
         draining = _owner_with_bundles(cluster, leader)
         broker = cluster.brokers[draining]
