@@ -123,8 +123,12 @@ class _Result(msgspec.Struct, frozen=True):
 _ATTACHED = AttachResult(ok=True)
 
 
-_CONNECT_REFUSED = AttachResult(False, ServerError.SERVICE_NOT_READY,
-                                "Failed due to pulsar service is not ready", connection_refused=True)
+_NOT_RUNNING = "Failed due to pulsar service is not ready"
+"""ServerCnx's answer while PulsarService is not running (closing): to lookups and to CommandConnect."""
+_LOOKUP_REFUSED = LookupTopicResponse(LookupType.FAILED, error=ServerError.SERVICE_NOT_READY,
+                                      message=_NOT_RUNNING)
+_CONNECT_REFUSED = AttachResult(False, ServerError.SERVICE_NOT_READY, _NOT_RUNNING,
+                                connection_refused=True)
 
 
 class OwnedBundle:
@@ -346,8 +350,7 @@ class Broker(Actor):
             # before anything else (PR #17085, in 3.0): a broker draining for shutdown refuses every
             # lookup, and the client closes that connection (ClientCnx.checkServerError)
             stats.failures += 1
-            reply.ok(LookupTopicResponse(LookupType.FAILED, error=ServerError.SERVICE_NOT_READY,
-                                         message="Failed due to pulsar service is not ready"))
+            reply.ok(_LOOKUP_REFUSED)
             return
         if stats.pending >= self.conf.max_concurrent_lookup_request:
             stats.too_many += 1
@@ -564,14 +567,14 @@ class Broker(Actor):
         """A follower's own ModularLoadManager, used while no leader is active.
 
         Pulsar's followers keep their load manager's view up to date all the time; here it is
-        built on the first local decision, refreshed at most once per report interval, cut down to the
-        broker registry this broker watches whenever that changed (Pulsar's `getAvailableBrokers()`
-        reads the registry on every decision: a view that still listed a stopped broker would send
-        lookups there, to fail with NotFound), and dropped when a leader decides again (a hundred followers' views of every bundle would not fit in
-        memory): a view rebuilt after a gap starts its bundle averages afresh. The view keeps its
-        bundle windows as objects (`columnar=False`, the same numbers): a follower updates it at
-        most once per report interval, where the columns' faster updates do not pay for their
-        memory (40 brokers x 26,000 bundles restart case: peak RSS 1.11 -> 0.93 GiB)."""
+        built on the first local decision, refreshed at most once per report interval, cut down to
+        the broker registry this broker watches whenever that changed (Pulsar's
+        `getAvailableBrokers()` reads the registry on every decision: a view that still listed a
+        stopped broker would send lookups there, to fail with NotFound), and dropped when a leader
+        decides again (a hundred followers' views of every bundle would not fit in memory): a view
+        rebuilt after a gap starts its bundle averages afresh. The view keeps its bundle windows
+        as objects (`columnar=False`, the same numbers): a follower updates it at most once per
+        report interval, where the columns' faster updates do not pay for their memory (40 brokers x 26,000 bundles restart case: peak RSS 1.11 -> 0.93 GiB)."""
         from .modular_load_manager import ModularLoadManager
 
         now = self.now

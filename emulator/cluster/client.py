@@ -389,9 +389,10 @@ class PulsarClient(Actor):
         it out of the Service's endpoints when its termination starts): a broker that is listening
         and not draining. None: no broker is listening."""
         current = self._service_broker
-        if current is not None and self.network.is_listening(current):
-            return current
-        self._cnx.discard(_SERVICE + (current or ""))
+        if current is not None:
+            if self.network.is_listening(current):
+                return current
+            self._cnx.discard(_SERVICE + current)
         listening = self.network.listening()
         ready = [b for b in listening if not self.network.is_draining(b)] or list(listening)
         self._service_broker = ready[self.rng.randrange(len(ready))] if ready else None
@@ -465,11 +466,7 @@ class PulsarClient(Actor):
             lookup.authoritative = resp.authoritative
             self._lookup_send(lookup)
         else:
-            if self._over_service(lookup):
-                if resp.error is ServerError.SERVICE_NOT_READY:
-                    self._close_service_connection(broker.name)
-            else:
-                self._on_server_error(broker.name, resp.error)
+            self._on_server_error(broker.name, resp.error, service=self._over_service(lookup))
             self._lookup_failed(
                 lookup, f"{resp.error.value if resp.error else 'Failed'}: {resp.message}")
 
@@ -495,18 +492,30 @@ class PulsarClient(Actor):
         for h in lookup.waiters:
             self._on_broker(h, broker_id, reason)
 
-    def _on_server_error(self, broker_id: str, error: ServerError | None) -> None:
+    def _on_server_error(self, broker_id: str, error: ServerError | None, *,
+                         service: bool = False) -> None:
+        """ClientCnx.checkServerError on the connection the lookup answer came over: the broker's own
+        (every handle attached there reconnects) or, with `service`, the pooled connection to the
+        service name (only that one closes). ServiceNotReady closes it at once, TooManyRequests after
+        `max_rejected_per_connection` within `rejected_reset` seconds."""
+        key = _SERVICE + broker_id if service else broker_id
         if error is ServerError.SERVICE_NOT_READY:
-            self.close_connection(broker_id, reason="ServiceNotReady")
+            self._close(broker_id, service, "ServiceNotReady")
         elif error is ServerError.TOO_MANY_REQUESTS:
-            count, since = self._rejections.get(broker_id, (0, self.now))
+            count, since = self._rejections.get(key, (0, self.now))
             if self.now - since > self.settings.rejected_reset:
                 count, since = 0, self.now
             count += 1
             if count >= self.settings.max_rejected_per_connection:
-                self.close_connection(broker_id, reason="TooManyRequests")
+                self._close(broker_id, service, "TooManyRequests")
                 count, since = 0, self.now
-            self._rejections[broker_id] = (count, since)
+            self._rejections[key] = (count, since)
+
+    def _close(self, broker_id: str, service: bool, reason: str) -> None:
+        if service:
+            self._close_service_connection(broker_id)
+        else:
+            self.close_connection(broker_id, reason=reason)
 
     # ------------------------------------------------------------------ views
 

@@ -41,8 +41,7 @@ async def test_a_draining_broker_refuses_every_lookup_with_service_not_ready():
         draining = _owner_with_bundles(cluster, leader)
         broker = cluster.brokers[draining]
         # a topic it still owns: before the drain, the lookup is answered Connect
-        mine = next(t for t in TOPICS if client.handles and any(
-            h.topic == t and h.broker_id == draining for h in client.handles.values()))
+        mine = next(h.topic for h in client.handles.values() if h.broker_id == draining)
         before = await broker.ask(LookupTopic(mine, authoritative=False))
         assert before.response is LookupType.CONNECT
         async with anyio.create_task_group() as tg:
@@ -88,8 +87,7 @@ async def test_a_service_client_keeps_one_lookup_connection_until_it_is_closed()
         first_hops = {r.hops[0][0] for r in client.records}
         assert len(first_hops) == 1     # every lookup's first hop went over the same connection
         (service_broker,) = first_hops
-        if service_broker == leader:   # drain a follower that is the service connection's broker
-            pytest.skip("seed put the service connection on the leader")   # pragma: no cover
+        assert service_broker != leader   # seed 6: the drain below is a follower's
         client.records.clear()
         closes_before = client.stats.connection_closes
         await cluster.stop_broker(service_broker, "graceful")
@@ -196,3 +194,22 @@ async def test_a_draining_broker_takes_no_new_connection_but_serves_the_ones_it_
             assert not refused.ok and refused.connection_refused
             assert refused.error is ServerError.SERVICE_NOT_READY
         await cluster.wait_until(lambda: connected.connected_count() == len(TOPICS), timeout=300)
+
+
+@pytest.mark.asyncio
+async def test_rejections_on_the_service_connection_close_that_connection_only():
+    """checkServerError's TooManyRequests count (50 within 60 s) runs per connection: on the
+    service-name connection it closes that one, not the producers' connection to the same broker."""
+    settings = ClientSettings(service_url="service")
+    async with emulated_cluster(3, seed=6, namespaces={NS: 8}) as cluster:
+        await cluster.wait_for_leader()
+        client = await _producing_client(cluster, settings)
+        service_broker = client._service_connection()
+        attached = sum(1 for h in client.handles.values() if h.broker_id == service_broker)
+        assert attached > 0
+        for _ in range(client.settings.max_rejected_per_connection - 1):
+            client._on_server_error(service_broker, ServerError.TOO_MANY_REQUESTS, service=True)
+        assert client._service_broker == service_broker
+        client._on_server_error(service_broker, ServerError.TOO_MANY_REQUESTS, service=True)
+        assert client._service_broker is None
+        assert client.connected_count() == len(TOPICS) and client.stats.reconnects == 0
