@@ -613,8 +613,10 @@ manager to LoadManager.create (which falls back to SimpleLoadManagerImpl); the e
 # broker restart in Pulsar: loadBalancerEnabled, loadBalancerLoadPlacementStrategy,
 # loadBalancerPlacementStrategy, lowerBoundarySheddingEnabled, statsUpdate*, topicBundleAssignmentStrategy,
 # loadBalancerResourceQuotaUpdateIntervalMinutes, loadBalancerOverrideBrokerNicSpeedGbps,
-# enable(Non)PersistentTopics, loadBalancerBroker{Underloaded,ComfortLoadLevel}*, loadBalancerSplitIntervalMinutes,
-# loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds, the metadata-session keys, keepAliveIntervalSeconds.
+# enable(Non)PersistentTopics, loadBalancerBroker{Underloaded,ComfortLoadLevel}*,
+# loadBalancerSplitIntervalMinutes,
+# loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds, the metadata-session keys,
+# keepAliveIntervalSeconds.
 DYNAMIC_KEYS: frozenset[str] = frozenset(
     {
         "loadManagerClassName", "loadBalancerLoadSheddingStrategy",

@@ -21,9 +21,10 @@ from emulator.model.config import (
 # A sample of ServiceConfiguration.java @0023b937, read field by field: dynamic = true ...
 DYNAMIC = ["loadManagerClassName", "loadBalancerLoadSheddingStrategy", "loadBalancerSheddingEnabled",
            "loadBalancerSheddingIntervalMinutes", "loadBalancerBrokerOverloadedThresholdPercentage",
-           "loadBalancerAutoBundleSplitEnabled", "maxConcurrentLookupRequest", "exposeBundlesMetricsInPrometheus",
-           "loadBalancerBandwithInResourceWeight", "defaultNumberOfNamespaceBundles", "failureDomainsEnabled",
-           "namespaceBundleUnloadingTimeoutMs", "brokerShutdownTimeoutMs", "loadBalancerSheddingExcludedNamespaces"]
+           "loadBalancerAutoBundleSplitEnabled", "maxConcurrentLookupRequest",
+           "exposeBundlesMetricsInPrometheus", "loadBalancerBandwithInResourceWeight",
+           "defaultNumberOfNamespaceBundles", "failureDomainsEnabled", "namespaceBundleUnloadingTimeoutMs",
+           "brokerShutdownTimeoutMs", "loadBalancerSheddingExcludedNamespaces"]
 # ... and without it (a broker restart is needed)
 STATIC = ["loadBalancerEnabled", "loadBalancerLoadPlacementStrategy", "lowerBoundarySheddingEnabled",
           "loadBalancerPlacementStrategy", "statsUpdateFrequencyInSecs", "topicBundleAssignmentStrategy",
@@ -96,7 +97,8 @@ def test_runtime_view_renders_every_pulsar_key_as_java_does() -> None:
     assert runtime["loadBalancerHistoryResourcePercentage"] == "0.5"
     assert runtime["loadBalancerBundleUnloadMinThroughputThreshold"] == "1.0E-5"
     assert runtime["loadBalancerOverrideBrokerNicSpeedGbps"] == "Optional[25.0]"
-    assert runtime_configuration(ServiceConfig())["loadBalancerOverrideBrokerNicSpeedGbps"] == "Optional.empty"
+    empty = runtime_configuration(ServiceConfig())["loadBalancerOverrideBrokerNicSpeedGbps"]
+    assert empty == "Optional.empty"
     assert runtime["loadBalancerSheddingExcludedNamespaces"] == "[a/ns, b/ns]"  # a TreeSet
     assert runtime["supportedNamespaceBundleSplitAlgorithms"] == (
         "[range_equally_divide, topic_count_equally_divide, specified_positions_divide, "
