@@ -14,7 +14,8 @@ import anyio
 import msgspec
 
 from emulator.model.bundles import NamespaceBundles
-from emulator.model.config import ServiceConfig
+from emulator.model.config import (ServiceConfig, check_dynamic_delete, check_dynamic_update,
+                                   property_text)
 from emulator.model.durations import format_duration, parse_duration
 from emulator.model.policies import LocalPolicies
 from emulator.runtime import Actor, ActorDead, ActorFailure, ActorSystem, AskTimeout, Clock, Reply, VirtualClock
@@ -96,6 +97,13 @@ class Cluster:
             **_store_latency(self.latencies),
         )
         self._admin: MetadataClient | None = None
+        self._admin_actor: Actor | None = None
+        # dynamic configuration: the values a deleted key reverts to (the broker's start-up values, as
+        # BrokerService's ConfigField.defaultValue), the map /admin/configuration holds once written
+        self._startup_conf = msgspec.structs.replace(conf)
+        self._dynamic: dict[str, str] = {}
+        self._dynamic_written: bytes | None = None
+        self._dynamic_lock: anyio.Lock | None = None
         self._host_seq = 0
         self._leader_factory = LoadManagerLeader.factory(settings.placement, settings.shedder)
         self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
@@ -136,6 +144,7 @@ class Cluster:
         self.system.spawn(self.store)
         admin = _AdminActor("admin", self.system)
         self.system.spawn(admin)
+        self._admin_actor = admin
         self._admin = MetadataClient(admin, STORE_NAME)
         if namespaces is None:
             namespaces = {"public/default": self.conf.default_number_of_namespace_bundles}
@@ -292,12 +301,72 @@ class Cluster:
             boundaries=tuple(boundaries) if boundaries else None))
 
     def set_config(self, key: str, value: object) -> None:
-        """Dynamic configuration (pulsar-admin brokers update-dynamic-config): every broker and the
-        leader share this ServiceConfig, so the change applies at their next use of the key."""
-        updated = self.conf.with_overrides({key: value}, source="set_config")
+        """Dynamic configuration (pulsar-admin brokers update-dynamic-config), as Pulsar's
+        BrokersBase.updateDynamicConfiguration / persistDynamicConfigurationAsync: `key` must be dynamic
+        and pass its validator (emulator.model.config.check_dynamic_update raises DynamicConfigError with
+        Pulsar's 412 and reason, nothing changed), then the value joins the JSON map name -> string value
+        in /admin/configuration (written by the operator's admin client right after; await
+        `dynamic_configuration_written` to wait for it, as the REST call does). `key` may also be the
+        snake_case field name; it is stored under Pulsar's name. A blank value means the start-up value.
+
+        In Pulsar every broker watches that node and applies the value (BrokerService
+        .handleDynamicConfigurationUpdates / configValueChanged, then the key's registered listener:
+        a new lookup semaphore for maxConcurrentLookupRequest, LoadManager.create and a restart of the
+        load manager for loadManagerClassName). Here every broker and the leader share this
+        ServiceConfig, so the value is applied to it at once and read at each next use of the key;
+        applying it through the watch is left to the load-manager seam. A value Pulsar's FieldParser
+        cannot parse would be stored and fail on every broker; here it raises ConfigError first."""
+        name = _pulsar_key(key)
+        text = value if isinstance(value, str) else property_text(value)
+        check_dynamic_update(name, text)
         field = ServiceConfig.field_name(key)
-        setattr(self.conf, field, getattr(updated, field))
-        self.events.emit("config_changed", key=key, value=getattr(updated, field))
+        if text.strip() == "":   # configValueChanged: a blank value is the start-up value
+            applied = getattr(self._startup_conf, field)
+        else:
+            applied = getattr(self.conf.with_overrides({key: value}, source="set_config"), field)
+        setattr(self.conf, field, applied)
+        self._dynamic[name] = text
+        self._persist_dynamic_configuration()
+        self.events.emit("config_changed", key=key, value=applied)
+
+    def delete_config(self, key: str) -> None:
+        """pulsar-admin brokers delete-dynamic-config (BrokersBase.deleteDynamicConfiguration /
+        internalDeleteDynamicConfigurationOnMetadataAsync): a non-dynamic key is 412 "Can't delete
+        non-dynamic configuration" (DynamicConfigError); a dynamic one leaves /admin/configuration and
+        goes back to its start-up value (configValueChanged with no value: ConfigField.defaultValue, the
+        value the broker started with). A key that was never set changes nothing."""
+        name = _pulsar_key(key)
+        check_dynamic_delete(name)
+        if self._dynamic.pop(name, None) is None:
+            return
+        field = ServiceConfig.field_name(name)
+        value = getattr(self._startup_conf, field)
+        setattr(self.conf, field, value)
+        self._persist_dynamic_configuration()
+        self.events.emit("config_changed", key=key, value=value)
+
+    def dynamic_configuration(self) -> dict[str, str]:
+        """GET /admin/v2/brokers/configuration/values (BrokersBase.getAllDynamicConfigurations): the
+        map in /admin/configuration, {} while there is none (read with `peek`: no metadata operation)."""
+        data = self.store.peek(paths.DYNAMIC_CONFIGURATION)
+        return {} if data is None else msgspec.json.decode(data, type=dict[str, str])
+
+    def _persist_dynamic_configuration(self) -> None:
+        assert self._admin_actor is not None
+        self._admin_actor.start_soon(self.dynamic_configuration_written)
+
+    async def dynamic_configuration_written(self) -> None:
+        """Wait until /admin/configuration holds every change made so far (DynamicConfigurationResources
+        .setDynamicConfigurationWithCreateAsync: one node, created on first use). Writes are serialized
+        and each writes the whole current map, so the node ends with the last change."""
+        if self._dynamic_lock is None:
+            self._dynamic_lock = anyio.Lock()
+        async with self._dynamic_lock:
+            data = msgspec.json.encode(dict(sorted(self._dynamic.items())))
+            if data != self._dynamic_written:
+                assert self._admin is not None
+                await self._admin.set(paths.DYNAMIC_CONFIGURATION, data)
+                self._dynamic_written = data
 
     async def acquire_bundle(self, bundle: str, broker_id: str) -> AdminResult:
         """Make `broker_id` the owner of an unowned bundle through its OwnershipCache path (the
@@ -410,6 +479,14 @@ class Cluster:
             totals["failures"] += s.failures
             totals["too_many"] += s.too_many
         return totals
+
+
+def _pulsar_key(key: str) -> str:
+    """Pulsar's camelCase name of a key given either way; an unknown key is returned as is."""
+    try:
+        return ServiceConfig.pulsar_name(ServiceConfig.field_name(key))
+    except ValueError:
+        return key
 
 
 def _store_latency(latencies: Latencies) -> dict[str, object]:

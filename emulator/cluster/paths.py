@@ -53,3 +53,8 @@ def failure_domains_root(cluster: str) -> str:
 
 def failure_domain_path(cluster: str, domain: str) -> str:
     return f"{CLUSTERS}/{cluster}/failureDomain/{domain}"
+
+
+# Dynamic configuration (DynamicConfigurationResources.BROKER_SERVICE_CONFIGURATION_PATH): one persistent
+# node holding every dynamically set key as a JSON map name -> string value; every broker watches it.
+DYNAMIC_CONFIGURATION = "/admin/configuration"

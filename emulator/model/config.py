@@ -11,10 +11,16 @@ naming the key and the value.
 
 Treat an instance as immutable: derive a changed copy with `with_overrides` (a process may run many
 clusters, each with its own config).
+
+Dynamic configuration (`pulsar-admin brokers update-dynamic-config`) is described at the end of this
+module: which keys Pulsar lets an operator change at runtime (`DYNAMIC_KEYS`), the checks and answers of
+its admin REST API (`check_dynamic_update`, `DynamicConfigError`) and the runtime view of the values
+(`runtime_configuration`).
 """
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 import types
@@ -24,7 +30,21 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["ConfigError", "ServiceConfig", "PROFILES"]
+__all__ = [
+    "ConfigError",
+    "DYNAMIC_KEYS",
+    "DynamicConfigError",
+    "LOAD_MANAGER_CLASSES",
+    "PROFILES",
+    "ServiceConfig",
+    "check_dynamic_delete",
+    "check_dynamic_update",
+    "dynamic_configuration_names",
+    "is_dynamic_configuration",
+    "property_text",
+    "runtime_configuration",
+    "validate_dynamic_configuration",
+]
 
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 
@@ -285,19 +305,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
 
     def to_properties(self) -> dict[str, str]:
         """Every key as broker.conf text (camelCase key -> value), parseable by `from_properties`."""
-        out: dict[str, str] = {}
-        for field in _FIELD_TYPES:
-            value = getattr(self, field)
-            if isinstance(value, bool):
-                text = "true" if value else "false"
-            elif isinstance(value, list):
-                text = ",".join(value)
-            elif value is None:
-                text = ""
-            else:
-                text = repr(value) if isinstance(value, float) else str(value)
-            out[_FIELD_TO_KEY[field]] = text
-        return out
+        return {_FIELD_TO_KEY[field]: property_text(getattr(self, field)) for field in _FIELD_TYPES}
 
     @classmethod
     def for_profile(cls, name: str) -> ServiceConfig:
@@ -564,3 +572,211 @@ def _parse_properties(text: str) -> list[tuple[str, str]]:
         if match:
             pairs.append((match.group(1).replace("\\", ""), match.group(2).strip()))
     return pairs
+
+
+def property_text(value: Any) -> str:
+    """A value as broker.conf text, the form `to_properties` writes and the dynamic configuration
+    stores: booleans `true`/`false`, lists comma separated, an empty Optional blank."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+# --- Dynamic configuration ---------------------------------------------------------------------------
+#
+# Pulsar: an operator changes a key at runtime with `pulsar-admin brokers update-dynamic-config`
+# (POST /admin/v2/brokers/configuration/{name}/{value}, BrokersBase.updateDynamicConfiguration). The
+# broker checks the key against BrokerService's dynamicConfigurationMap (every ServiceConfiguration field
+# annotated `@FieldContext(dynamic = true)`) and the value against the validator registered for that key,
+# then writes the change into one metadata node, /admin/configuration, a JSON map name -> string value
+# (DynamicConfigurationResources). Every broker watches that node and applies each value with
+# FieldParser (BrokerService.handleDynamicConfigurationUpdates / configValueChanged).
+
+LOAD_MANAGER_CLASSES: tuple[str, ...] = (
+    _IMPL + "ModularLoadManagerImpl",
+    _IMPL + "SimpleLoadManagerImpl",
+    "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
+    "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",
+)
+"""The load managers of Pulsar, by class name: what `loadManagerClassName`'s dynamic-config validator
+accepts here. BrokerService.updateConfigurationAndRegisterListeners registers `Class.forName(className)`
+as that validator, so Pulsar accepts any class of its classpath and leaves a class that is no load
+manager to LoadManager.create (which falls back to SimpleLoadManagerImpl); the emulator knows only these."""
+
+# ServiceConfiguration.java @0023b937: the keys of `_PULSAR_KEYS` whose field is annotated
+# `@FieldContext(dynamic = true)`, plus loadBalancerSheddingExcludedNamespaces (PIP-380, pip/pip-380.md:
+# `dynamic = true`; the field is newer than that revision). Every other key of ServiceConfig needs a
+# broker restart in Pulsar: loadBalancerEnabled, loadBalancerLoadPlacementStrategy,
+# loadBalancerPlacementStrategy, lowerBoundarySheddingEnabled, statsUpdate*, topicBundleAssignmentStrategy,
+# loadBalancerResourceQuotaUpdateIntervalMinutes, loadBalancerOverrideBrokerNicSpeedGbps,
+# enable(Non)PersistentTopics, loadBalancerBroker{Underloaded,ComfortLoadLevel}*,
+# loadBalancerSplitIntervalMinutes,
+# loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds, the metadata-session keys,
+# keepAliveIntervalSeconds.
+DYNAMIC_KEYS: frozenset[str] = frozenset(
+    {
+        "loadManagerClassName", "loadBalancerLoadSheddingStrategy",
+        "loadBalancerReportUpdateThresholdPercentage", "loadBalancerReportUpdateMinIntervalMillis",
+        "loadBalancerReportUpdateMaxIntervalMinutes", "loadBalancerHostUsageCheckIntervalMinutes",
+        "loadBalancerSheddingEnabled", "loadBalancerSheddingIntervalMinutes",
+        "loadBalancerDistributeBundlesEvenlyEnabled", "loadBalancerSheddingGracePeriodMinutes",
+        "loadBalancerSheddingExcludedNamespaces", "loadBalancerBrokerMaxTopics",
+        "loadBalancerBrokerOverloadedThresholdPercentage", "loadBalancerBrokerThresholdShedderPercentage",
+        "loadBalancerAverageResourceUsageDifferenceThresholdPercentage",
+        "loadBalancerHistoryResourcePercentage", "loadBalancerCPUResourceWeight",
+        "loadBalancerDirectMemoryResourceWeight", "loadBalancerMemoryResourceWeight",
+        "loadBalancerBandwidthInResourceWeight", "loadBalancerBandwidthOutResourceWeight",
+        "loadBalancerBandwithInResourceWeight", "loadBalancerBandwithOutResourceWeight",
+        "loadBalancerBundleUnloadMinThroughputThreshold", "minUnloadMessage", "minUnloadMessageThroughput",
+        "maxUnloadPercentage", "maxUnloadBundleNumPerShedding", "atLeastOneBundleSelected",
+        "loadBalancerMsgRateDifferenceShedderThreshold",
+        "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold",
+        "loadBalancerAvgShedderLowThreshold", "loadBalancerAvgShedderHighThreshold",
+        "loadBalancerAvgShedderHitCountLowThreshold", "loadBalancerAvgShedderHitCountHighThreshold",
+        "loadBalancerAutoBundleSplitEnabled", "loadBalancerAutoUnloadSplitBundlesEnabled",
+        "loadBalancerNamespaceBundleMaxTopics", "loadBalancerNamespaceBundleMaxSessions",
+        "loadBalancerNamespaceBundleMaxMsgRate", "loadBalancerNamespaceBundleMaxBandwidthMbytes",
+        "loadBalancerNamespaceMaximumBundles", "flowOrQpsDifferenceThresholdPercentage",
+        "supportedNamespaceBundleSplitAlgorithms", "defaultNamespaceBundleSplitAlgorithm",
+        "defaultNumberOfNamespaceBundles", "loadBalancerMaxNumberOfBundlesInBundleLoadReport",
+        "namespaceBundleUnloadingTimeoutMs", "failureDomainsEnabled", "preferLaterVersions",
+        "loadBalancerDebugModeEnabled", "loadBalancerBrokerLoadTargetStd",
+        "loadBalancerSheddingConditionHitCountThreshold", "loadBalancerTransferEnabled",
+        "loadBalancerMaxNumberOfBrokerSheddingPerCycle", "loadBalanceSheddingDelayInSeconds",
+        "loadBalancerBrokerLoadDataTTLInSeconds", "loadBalancerMaxNumberOfBundlesToSplitPerCycle",
+        "loadBalancerNamespaceBundleSplitConditionHitCountThreshold",
+        "loadBalancerSheddingBundlesWithPoliciesEnabled",
+        "maxConcurrentLookupRequest", "maxConcurrentTopicLoadRequest", "brokerShutdownTimeoutMs",
+        "exposeBundlesMetricsInPrometheus",
+    }
+)  # fmt: skip
+
+# BrokersBase (apache/pulsar master): the reasons of its RestException(PRECONDITION_FAILED, ...), verbatim
+# (the leading space of the first is Pulsar's).
+INVALID_VALUE_REASON = " Invalid dynamic-config value"
+NON_DYNAMIC_UPDATE_REASON = "Can't update non-dynamic configuration"
+NON_DYNAMIC_DELETE_REASON = "Can't delete non-dynamic configuration"
+PRECONDITION_FAILED = 412
+
+
+class DynamicConfigError(ConfigError):
+    """A dynamic-configuration change Pulsar's admin REST API refuses.
+
+    `status` and `reason` are Pulsar's answer (`{"reason": ...}` with that HTTP status); `str(e)` is one
+    line naming the key and the value, with what to do instead."""
+
+    def __init__(self, key: str, value: str | None, reason: str, hint: str,
+                 status: int = PRECONDITION_FAILED) -> None:
+        shown = "" if value is None else f" = {_shown(value)}"
+        super().__init__(f"dynamic configuration {key}{shown}: {reason.strip()} (HTTP {status}); {hint}")
+        self.key, self.value, self.status, self.reason = key, value, status, reason
+
+
+def is_dynamic_configuration(key: str) -> bool:
+    """BrokerService.isDynamicConfiguration: is `key` (Pulsar's camelCase name) changeable at runtime."""
+    return key in DYNAMIC_KEYS
+
+
+def dynamic_configuration_names() -> list[str]:
+    """BrokerService.getDynamicConfiguration: the dynamic keys, here in ServiceConfig's field order
+    (Pulsar lists its map's keys in no set order)."""
+    return [key for key in _FIELD_TO_KEY.values() if key in DYNAMIC_KEYS]
+
+
+def validate_dynamic_configuration(key: str, value: str) -> bool:
+    """BrokerService.validateDynamicConfiguration: the registered validator's verdict, True without one.
+    Pulsar registers one validator, for loadManagerClassName (see `LOAD_MANAGER_CLASSES`)."""
+    if key == "loadManagerClassName":
+        return value in LOAD_MANAGER_CLASSES
+    return True
+
+
+def check_dynamic_update(key: str, value: str) -> None:
+    """BrokersBase.persistDynamicConfigurationAsync's checks, in its order: the validator (412 " Invalid
+    dynamic-config value"), then the key (412 "Can't update non-dynamic configuration", also for a key
+    that does not exist). Raises `DynamicConfigError`.
+
+    Pulsar stops there: a value its FieldParser cannot parse is written to /admin/configuration all the
+    same, and every broker logs "Failed to update config" and keeps its value. `ServiceConfig.with_overrides`
+    parses the value; the emulator refuses such a value up front (Cluster.set_config)."""
+    if not validate_dynamic_configuration(key, value):
+        raise DynamicConfigError(key, value, INVALID_VALUE_REASON,
+                                 "known load managers: " + ", ".join(LOAD_MANAGER_CLASSES))
+    if not is_dynamic_configuration(key):
+        raise DynamicConfigError(key, value, NON_DYNAMIC_UPDATE_REASON, _non_dynamic_hint(key))
+
+
+def check_dynamic_delete(key: str) -> None:
+    """BrokersBase.internalDeleteDynamicConfigurationOnMetadataAsync's check: 412 "Can't delete
+    non-dynamic configuration" for a key that is not dynamic (or does not exist)."""
+    if not is_dynamic_configuration(key):
+        raise DynamicConfigError(key, None, NON_DYNAMIC_DELETE_REASON, _non_dynamic_hint(key))
+
+
+def _non_dynamic_hint(key: str) -> str:
+    if key in _KEY_TO_FIELD:
+        return f"{key} is read at broker start in Pulsar: set it in broker.conf, [settings] or --set"
+    if key in _FIELD_TYPES and _FIELD_TO_KEY[key] != key:
+        return f"Pulsar's name of this key is {_FIELD_TO_KEY[key]}"
+    if key in _FIELD_TYPES:
+        return f"{key} is an emulator switch: set it at start ([settings] or --set)"
+    return f"{key} is not a broker.conf key the emulator knows"
+
+
+def runtime_configuration(conf: ServiceConfig) -> dict[str, str]:
+    """BrokerService.getRuntimeConfiguration: every key (Pulsar's camelCase name) -> String.valueOf of
+    its current value, as GET /admin/v2/brokers/configuration/runtime answers (Java's rendering: doubles
+    as Double.toString, lists and sets as `[a, b]`, an Optional as `Optional[1.0]` / `Optional.empty`).
+    Emulator-only switches are not Pulsar keys and are left out."""
+    out: dict[str, str] = {}
+    for field, kind in _FIELD_TYPES.items():
+        key = _FIELD_TO_KEY[field]
+        if key == field:  # no camelCase name: an emulator switch
+            continue
+        value = getattr(conf, field)
+        if key in _JAVA_SETS:
+            value = sorted(value)
+        out[key] = _java_string(value, kind)
+    return out
+
+
+_JAVA_SETS = frozenset({"loadBalancerSheddingExcludedNamespaces"})  # a TreeSet in Java: sorted
+
+
+def _java_string(value: Any, kind: Any) -> str:
+    if kind == "optfloat":
+        return "Optional.empty" if value is None else f"Optional[{_java_double(value)}]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _java_double(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(value) + "]"
+    return str(value)
+
+
+def _java_double(x: float) -> str:
+    """Double.toString: plain decimal in [1e-3, 1e7), else `d.dddE±n`; always a fractional digit."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0.0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    sign = "-" if x < 0 else ""
+    a = abs(x)
+    if 1e-3 <= a < 1e7:
+        return sign + repr(a)  # Python's shortest repr has no exponent in this range
+    digits, exponent = _shortest_digits(a)
+    mantissa = digits[0] + "." + (digits[1:] or "0")
+    return f"{sign}{mantissa}E{len(digits) - 1 + exponent}"
+
+
+def _shortest_digits(a: float) -> tuple[str, int]:
+    """(significant digits, exponent of the last digit) of a > 0 in its shortest round-trip form."""
+    t = decimal.Decimal(repr(a)).normalize().as_tuple()
+    return "".join(str(d) for d in t.digits), int(t.exponent)

@@ -31,7 +31,9 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     (PulsarStats' JSON); without a broker, the leader's, as for the load report.
 `/admin/v2/clusters/<cluster>/namespaceIsolationPolicies`, `/admin/v2/clusters/<cluster>/failureDomains`,
 `/admin/v2/namespaces/<tenant>/<ns>/antiAffinity`
-    GET, POST, DELETE with Pulsar's JSON and status codes: policy_http.py (the server's only writes).
+    GET, POST, DELETE with Pulsar's JSON and status codes: policy_http.py
+`/admin/v2/brokers/configuration[/values|/runtime]`, `/admin/v2/brokers/configuration/<name>[/<value>]`
+    Dynamic configuration, GET, POST and DELETE as BrokersBase answers them: config_http.py.
 `/emulator/brokers/<id>/<any path above>`
     The path as broker `<id>`'s own web service answers it. In Pulsar the load report, the topic stats and
     owned namespaces are per broker (each answers for itself on its own host); one emulator server speaks
@@ -50,8 +52,9 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     The monitor-brokers table as text.
 
 Placement policies (issue 16; GET, POST and DELETE, in policy_http.py): isolation policies, failure
-domains and anti-affinity groups at Pulsar's admin paths. These are the server's only writes; they go
-through the cluster's admin operations, as pulsar-admin's calls go through a broker.
+domains and anti-affinity groups at Pulsar's admin paths; and dynamic configuration (config_http.py).
+These are the server's only writes; they go through the cluster's admin operations, as pulsar-admin's
+calls go through a broker.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from emulator.model.policies import LocalPolicies
 
 from . import monitor as monitor_table
 from . import pulsar_admin
+from .config_http import DynamicConfigRoutes
 from .policy_http import PolicyRoutes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -297,6 +301,7 @@ class ObserveServer:
             raise ValueError(f"host = {host!r}: expected an address to bind, e.g. 127.0.0.1")
         self.views = AdminViews(cluster, metrics)
         self.policy_routes = PolicyRoutes(cluster)   # the writable policy paths (policy_http.py)
+        self.config_routes = DynamicConfigRoutes(cluster)   # dynamic configuration (config_http.py)
         self.host = host
         self.port = port
         self.request_timeout = request_timeout
@@ -353,17 +358,22 @@ class ObserveServer:
             raise _LoopGone() from None
         return future.result(timeout=self.request_timeout)
 
-    # ------------------------------------------------------------------ placement policies (issue 16)
+    # ------------------------------------------------------------------ writable paths (policies, config)
 
     def _policy_request(self, method: str, path: str, body: bytes) -> Response | None:
-        """A policy route's answer (its coroutine runs on the loop), or None for another path."""
-        if self.policy_routes.match(path) is None:
+        """A writable route's answer (placement policies or dynamic configuration; its coroutine runs on
+        the loop), or None for another path."""
+        if self.policy_routes.match(path) is not None:
+            routes: PolicyRoutes | DynamicConfigRoutes = self.policy_routes
+        elif self.config_routes.match(path) is not None:
+            routes = self.config_routes
+        else:
             return None
         loop = self._loop
         if loop is None or self._stopping or loop.is_closed():
             raise _LoopGone()
         try:
-            future = asyncio.run_coroutine_threadsafe(self.policy_routes.handle(method, path, body), loop)
+            future = asyncio.run_coroutine_threadsafe(routes.handle(method, path, body), loop)
         except RuntimeError:   # loop closed meanwhile
             raise _LoopGone() from None
         return future.result(timeout=self.request_timeout)
@@ -404,7 +414,8 @@ class ObserveServer:
                 except Exception as e:  # noqa: BLE001 - a route failed: say so, keep serving
                     answer = _error(500, f"{type(e).__name__}: {e}")
                 status, ctype, body = answer if answer is not None else _error(
-                    405, "read-only views: only GET is served (writes: the placement-policy paths)")
+                    405, "read-only views: only GET is served "
+                         "(writes: the placement-policy and dynamic-configuration paths)")
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))

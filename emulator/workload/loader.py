@@ -25,7 +25,9 @@ from typing import Any
 import msgspec
 
 from emulator.model.bundles import parse_bundle
-from emulator.model.config import ConfigError, ServiceConfig
+from emulator.model.config import (LOAD_MANAGER_CLASSES, ConfigError, ServiceConfig,
+                                   is_dynamic_configuration, property_text,
+                                   validate_dynamic_configuration)
 
 from . import limits
 from .errors import MISSING, ScenarioError
@@ -664,11 +666,7 @@ class _Checker:
                 raise self.fail(at + ["restart_after"], "only for mode kill, graceful or sigterm "
                                 "(after a session expiry the broker is still running)")
             if isinstance(e, SetConfig):
-                try:
-                    self.conf.with_overrides({e.key: e.value}, source="set_config")
-                except ConfigError as err:
-                    raise self.fail(at + ["value"] if "unknown key" not in str(err) else at + ["key"],
-                                    _config_reason(str(err), e.key)) from None
+                self.check_set_config(at, e)
             if isinstance(e, Unload):
                 given = [k for k in ("namespace", "bundle", "topic") if getattr(e, k) is not None]
                 if len(given) != 1:
@@ -686,6 +684,30 @@ class _Checker:
             select = getattr(e, "select", None)
             if isinstance(select, TopicSelector):
                 self.check_selector(at + ["select"], select)
+
+    def check_set_config(self, at: list[Seg], e: SetConfig) -> None:
+        """A set_config event changes what Pulsar lets an operator change at runtime
+        (update-dynamic-config): a dynamic key (emulator.model.config.DYNAMIC_KEYS) with a value its
+        validator and ServiceConfig accept."""
+        try:
+            self.conf.with_overrides({e.key: e.value}, source="set_config")
+        except ConfigError as err:
+            if "unknown key" in str(err):
+                raise self.fail(at + ["key"], _config_reason(str(err), e.key)) from None
+            bad_value: ConfigError | None = err
+        else:
+            bad_value = None
+        name = ServiceConfig.pulsar_name(ServiceConfig.field_name(e.key))
+        if not is_dynamic_configuration(name):
+            raise self.fail(at + ["key"], f"set_config changes dynamic keys only, and {name} is not dynamic "
+                            "in Pulsar (update-dynamic-config answers 412 \"Can't update non-dynamic "
+                            "configuration\"): set it from the start in [settings], broker.conf or --set")
+        if not validate_dynamic_configuration(name, property_text(e.value)):
+            raise self.fail(at + ["value"], f"not a load manager class of Pulsar ({name}'s validator; "
+                            "update-dynamic-config answers 412 \" Invalid dynamic-config value\"); "
+                            "expected one of: " + ", ".join(LOAD_MANAGER_CLASSES))
+        if bad_value is not None:
+            raise self.fail(at + ["value"], _config_reason(str(bad_value), e.key))
 
     def check_add_brokers(self, at: list[Seg], e: AddBrokers) -> None:
         if e.brokers and e.count is not None and e.count != len(e.brokers):

@@ -528,7 +528,8 @@ class BackgroundLoad(msgspec.Struct, tag_field="do", tag="background_load", **_T
 
 
 class SetConfig(msgspec.Struct, tag_field="do", tag="set_config", **_T):
-    """Dynamic configuration (pulsar-admin brokers update-dynamic-config)."""
+    """Dynamic configuration (pulsar-admin brokers update-dynamic-config): a key Pulsar changes at
+    runtime (emulator.model.config.DYNAMIC_KEYS), written to /admin/configuration (Cluster.set_config)."""
 
     at: Offset
     key: str

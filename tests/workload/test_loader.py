@@ -100,6 +100,17 @@ select = { hottest = 1 }
      "by then)"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"set_config\"\nkey = \"loadBalancerSheddingEnabled\"\nvalue = \"maybe\"\n",
      "scenario.toml: events[0].value = maybe: expected true or false"),
+    ("\n[[events]]\nat = \"5m\"\ndo = \"set_config\"\nkey = \"loadBalancerEnabled\"\nvalue = false\n",
+     "scenario.toml: events[0].key = loadBalancerEnabled: set_config changes dynamic keys only, and "
+     "loadBalancerEnabled is not dynamic in Pulsar (update-dynamic-config answers 412 \"Can't update "
+     "non-dynamic configuration\"): set it from the start in [settings], broker.conf or --set"),
+    ("\n[[events]]\nat = \"5m\"\ndo = \"set_config\"\nkey = \"loadManagerClassName\"\nvalue = \"Foo\"\n",
+     "scenario.toml: events[0].value = Foo: not a load manager class of Pulsar (loadManagerClassName's "
+     "validator; update-dynamic-config answers 412 \" Invalid dynamic-config value\"); expected one of: "
+     "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl, "
+     "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl, "
+     "org.apache.pulsar.broker.loadbalance.NoopLoadManager, "
+     "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"split\"\ntopic = \"public/default/topic-1\"\nalgorithm = \"halves\"\n",
      "scenario.toml: events[0].algorithm = halves: expected one of: range_equally_divide, "
      "topic_count_equally_divide, flow_or_qps_equally_divide"),

@@ -69,7 +69,7 @@ def test_nic_override_from_the_live_config():
     conf = ServiceConfig()
     model = ResourceModel(QUIET, BrokerCapacity(nic_gbps=10), conf=conf)
     assert model.usage("b:8080", BrokerTraffic()).bandwidth_in.limit == 10 * 1024 * 1024
-    conf.load_balancer_override_broker_nic_speed_gbps = 1.0      # what cluster.set_config does
+    conf.load_balancer_override_broker_nic_speed_gbps = 1.0      # the live object is read
     assert model.usage("b:8080", BrokerTraffic()).bandwidth_in.limit == 1024 * 1024
 
 
