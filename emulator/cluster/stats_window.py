@@ -19,8 +19,24 @@ the map of the last update, for the bundle list, the rates and the counts alike.
   is missing; one unloaded or split since is still listed, the parent of a split included). As before,
   an owned bundle without topics is listed too (Pulsar loads a bundle's topics when it acquires it);
 * a bundle's rates are the time mean of its traffic over the part of the last completed period it was
-  on this broker (sampled at every report tick, weighted by the time since the previous sample);
+  on this broker: the exact integral divided by the time, which is what Pulsar's message counters
+  measure (see "Exact means" below);
 * topic, producer and consumer counts are those at the moment of the update.
+
+**Exact means.** A load source that can give a broker's traffic in closed form (`bundle_curves`, a
+`TrafficCurves`: per bundle c0 + c1 sin(wt) + c2 cos(wt), valid until the traffic's next breakpoint)
+is integrated exactly: `_integrate` adds the antiderivative over each stretch, a stretch ends where
+the curve's piece ends (a noise interval, a spike's edge: closed at that very instant) or where the
+broker's bundles or the traffic model changed. The workload's source has this form for a base rate
+times piecewise-constant factors times at most one diurnal curve (`TopicSubset.linear`). Changes of the
+topic tables (attaches, detaches, bundles acquired or lost) and of the traffic model (scenario events)
+are seen at the next report tick and counted from the tick before, as a sample would count them (their
+instant is not known here). Otherwise (a ramp in progress, two diurnal curves, a source without
+`bundle_curves` such as `FlatLoad`) the traffic is *sampled* at every report tick, the sample standing
+for the time since the previous one (a right-endpoint sum over 5 s steps). Before issue 19's fourth round
+every run was sampled; on a diurnal curve the right endpoint biased a period's mean by half a tick's
+change (about 0.04 % in `default` while the curve rises), and a step between two ticks counted from the
+tick before it.
 
 Choice: the mean is taken per bundle, not per producer, so a topic that joins a bundle already present
 mid-period is averaged over the bundle's time here (Pulsar: over its own time). Equal for steady traffic and
@@ -35,8 +51,11 @@ overrides the host sample's memory with the JVM's), so they follow the traffic o
 The mean CPU is the resource model applied to the interval's mean traffic (it is linear in the traffic,
 saturation and noise aside).
 
-Cost: a stats sample equal to the previous one (steady traffic: the C-level `==` of two dicts of
-structs) only extends that sample's weight; the per-bundle sums run only when the numbers changed.
+Cost: with a closed form a report tick is one identity check of the source's curve and the instant's
+totals from three per-broker sums (for the memory read at report time); the per-bundle integrals run
+when a stretch ends (every stats update and host sample, and at changes). Sampled, a stats sample equal
+to the previous one (steady traffic: the C-level `==` of two dicts of structs) only extends that
+sample's weight; the per-bundle sums run only when the numbers changed.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ the publishing topics alone (`TopicSubset`), three products and one `np.bincount
 bundle sum adds the same numbers in the same order as the plain pass (the topics that carry nothing
 only add +0.0 there), so both give the same floats; tests/workload/test_load_cache.py checks this
 against the plain pass, report by report.
+
+`bundle_curves` gives the same sums in closed form for the stats windows' exact means (stats_window.py):
+per bundle and rate, the sums of w, w alpha and w beta over its publishing topics (`TopicSubset.linear`),
+made again only when a table, the traffic model or a piece of the traffic changes; the test file
+checks each against the plain pass at the instant it is made.
 """
 
 from __future__ import annotations
