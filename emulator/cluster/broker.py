@@ -1165,7 +1165,7 @@ class Broker(Actor):
         if w.sampled_at(now):
             return w.current_totals
         topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
-        return w.sample(now, self.load_source.bundle_stats(self.broker_id, now, topics))
+        return w.track(now, topics)
 
     def _update_local_data(self) -> None:
         """updateLocalBrokerData: bundles, rates and counts of the last stats update, CPU and bandwidth

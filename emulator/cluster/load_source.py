@@ -8,7 +8,7 @@ linearly with the traffic, which is enough to exercise reporting and placement.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 import msgspec
 
@@ -45,6 +45,34 @@ class SystemUsage(msgspec.Struct):
     bandwidth_out: ResourceUsage
 
 
+class TrafficCurves(msgspec.Struct):
+    """A broker's bundle traffic in closed form from `valid_from` until `until` (emulated times),
+    for as long as its topic tables and the traffic model stay as they are (`key`).
+
+    `coef` is a numpy array of shape (3, 4 x bundles): each of the four rates (msg rate in, msg rate
+    out, bytes in, bytes out; the four blocks, a bundle per column in `names` order) is
+    coef[0] + coef[1] sin(omega (t - origin)) + coef[2] cos(omega (t - origin)); `totals` the same
+    three rows summed over the bundles (3 x 4 floats). Counts are those of the tables. The
+    stats windows integrate this exactly (stats_window.py); a load source that offers
+    `bundle_curves` returns the same object again while nothing changed."""
+
+    names: list[str]
+    coef: Any
+    totals: list[list[float]]
+    consumers: list[int]
+    producers: list[int]
+    topics: list[int]
+    omega: float
+    origin: float
+    valid_from: float
+    until: float
+    key: Any
+    """Equal keys: the same tables and traffic model, so only a breakpoint of the traffic lies
+    between the two curves."""
+    total_counts: tuple[int, int, int] = (0, 0, 0)
+    """Consumers, producers and topics over every bundle."""
+
+
 class LoadSource(Protocol):
     def bundle_stats(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
@@ -53,6 +81,16 @@ class LoadSource(Protocol):
     def system_usage(
         self, broker_id: str, now: float, stats: Mapping[str, NamespaceBundleStats]
     ) -> SystemUsage: ...
+
+
+class CurveSource(LoadSource, Protocol):
+    """A LoadSource that can also give its traffic in closed form (`TrafficCurves`), so that the
+    stats windows take exact time means instead of sampling at every report tick. `bundle_curves`
+    returns None when it has no closed form at `now` (the windows then sample `bundle_stats`)."""
+
+    def bundle_curves(
+        self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
+    ) -> TrafficCurves | None: ...
 
 
 class FlatLoad:

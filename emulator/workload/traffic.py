@@ -5,7 +5,9 @@ and a message size (bytes) in flat arrays indexed by a topic → index map; patt
 diurnal, noise) and traffic events (spike, ramp, set/scale rate) are *modifiers* that multiply slices
 of the rate array at a given time. `rates(now)` evaluates them all at once and caches the result per instant;
 a broker's report, at an instant of its own, evaluates only its own topics through a `TopicSubset` (the
-same floats, a twentieth of the work on 20 brokers).
+same floats, a twentieth of the work on 20 brokers). `TopicSubset.linear` gives the same rates in closed
+form, w (1 + alpha sin(omega t) + beta cos(omega t)) until the next breakpoint, from each modifier's
+`piece`, for the stats windows' exact time means.
 
 What is *served* (a topic carries traffic only while a producer is connected, and out = in × connected
 consumers) is decided from the brokers' actual producers and consumers in `load.py`; this module only
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,7 +39,7 @@ from .schema import (
     TopicSelector,
 )
 
-__all__ = ["Modifier", "TrafficModel", "base_rates", "topic_names"]
+__all__ = ["Linear", "Modifier", "Piece", "TrafficModel", "base_rates", "topic_names"]
 
 
 def topic_names(group: TopicGroup) -> list[tuple[str, str]]:
@@ -105,6 +108,23 @@ class Modifier:
         so rates evaluated for a subset of the topics are bit for bit the full evaluation's."""
         return self
 
+    def piece(self, now: float) -> Piece | None:
+        """The factor from `now` on in closed form (see `Piece`), or None if it has none here (a
+        ramp in progress, an unknown modifier): the caller then samples `factor` instead."""
+        return None
+
+
+class Piece:
+    """A modifier's factor over [now, `until`): the constant `value` (a float or one per topic) or,
+    when `omega` is set, 1 + alpha sin(omega t) + beta cos(omega t) (t: time since the model's
+    origin). What `TopicSubset.linear` builds a bundle's traffic curve from."""
+
+    __slots__ = ("value", "until", "omega", "alpha", "beta")
+
+    def __init__(self, value: float | np.ndarray = 1.0, until: float = math.inf, omega: float = 0.0,
+                 alpha: float | np.ndarray = 0.0, beta: float | np.ndarray = 0.0) -> None:
+        self.value, self.until, self.omega, self.alpha, self.beta = value, until, omega, alpha, beta
+
 
 class _Spike(Modifier):
     __slots__ = ("start", "value")
@@ -116,6 +136,11 @@ class _Spike(Modifier):
 
     def factor(self, now: float) -> float:
         return self.value if self.start <= now < self.end else 1.0
+
+    def piece(self, now: float) -> Piece:
+        if now < self.start:
+            return Piece(1.0, self.start)
+        return Piece(self.value, self.end) if now < self.end else Piece(1.0)
 
 
 class _Ramp(Modifier):
@@ -131,6 +156,11 @@ class _Ramp(Modifier):
         if now >= self.stop:
             return self.f1
         return self.f0 + (self.f1 - self.f0) * (now - self.start) / (self.stop - self.start)
+
+    def piece(self, now: float) -> Piece | None:
+        if now < self.start:
+            return Piece(self.f0, self.start)
+        return Piece(self.f1) if now >= self.stop else None   # ramping: sampled
 
 
 class _Diurnal(Modifier):
@@ -163,6 +193,13 @@ class _Diurnal(Modifier):
             return self
         return _DiurnalSubset(self, pos)
 
+    def piece(self, now: float) -> Piece:
+        if self._a_cos is None or self._a_sin is None:   # sin(a + b) taken apart around the phase
+            phase = self.omega * float(self.phase)
+            return Piece(omega=self.omega, alpha=self.amplitude * math.cos(phase),
+                         beta=self.amplitude * math.sin(phase))
+        return Piece(omega=self.omega, alpha=self._a_cos, beta=self._a_sin)
+
 
 def _jittered_sine(a_cos: np.ndarray, a_sin: np.ndarray, wt: float) -> np.ndarray:
     """1 + a_cos * sin(wt) + a_sin * cos(wt), elementwise, always in this order (a subset must give
@@ -189,6 +226,9 @@ class _DiurnalSubset(Modifier):
     def factor(self, now: float) -> np.ndarray:
         return _jittered_sine(self._a_cos, self._a_sin, self.omega * now)
 
+    def piece(self, now: float) -> Piece:
+        return Piece(omega=self.omega, alpha=self._a_cos, beta=self._a_sin)
+
 
 class _Noise(Modifier):
     """Per-topic N(1, sd) factors, piecewise constant over `interval`; each interval's draw comes from
@@ -205,12 +245,29 @@ class _Noise(Modifier):
         self._values = np.ones(n)
 
     def factor(self, now: float) -> np.ndarray:
-        bucket = math.floor(now / self.interval)
+        return self.values_at(math.floor(now / self.interval))
+
+    def values_at(self, bucket: int) -> np.ndarray:
+        """The factors of interval number `bucket` (the last one asked is kept)."""
         if bucket != self._bucket:
             gen = np.random.default_rng(derive_seed(self.seed, f"traffic/noise/{self.label}/{bucket}"))
             self._values = np.maximum(0.0, 1.0 + self.sd * gen.standard_normal(len(self._values)))
             self._bucket = bucket
         return self._values
+
+    def bucket(self, now: float) -> tuple[int, float]:
+        """The interval `now` falls in and when it ends (never at or before `now`, whatever the
+        rounding of the division)."""
+        bucket = math.floor(now / self.interval)
+        until = (bucket + 1) * self.interval
+        if until <= now:
+            bucket += 1
+            until = (bucket + 1) * self.interval
+        return bucket, until
+
+    def piece(self, now: float) -> Piece:
+        bucket, until = self.bucket(now)
+        return Piece(self.values_at(bucket), until)
 
     def restricted(self, pos: np.ndarray) -> Modifier:
         return _NoiseSubset(self, pos)
@@ -229,10 +286,27 @@ class _NoiseSubset(Modifier):
         self._values = np.ones(len(pos))
 
     def factor(self, now: float) -> np.ndarray:
-        drawn = self.full.factor(now)
+        return self._pick(self.full.factor(now))
+
+    def _pick(self, drawn: np.ndarray) -> np.ndarray:
         if drawn is not self._drawn:
             self._drawn, self._values = drawn, drawn[self.pos]
         return self._values
+
+    def piece(self, now: float) -> Piece:
+        bucket, until = self.full.bucket(now)
+        return Piece(self._pick(self.full.values_at(bucket)), until)
+
+
+class Linear(NamedTuple):
+    """What `TopicSubset.linear` returns besides w: the diurnal terms (omega 0: none) and until when
+    (emulated time) they and w hold."""
+
+    until: float
+    omega: float = 0.0
+    origin: float = 0.0
+    alpha: np.ndarray | None = None
+    beta: np.ndarray | None = None
 
 
 class TopicSubset:
@@ -266,6 +340,57 @@ class TopicSubset:
             else:
                 out[where] *= f
         return out
+
+    def linear(self, now: float, out: np.ndarray) -> Linear | None:
+        """The topics' rates from `now` on in closed form: fills `out` with w (the base rate times
+        every piecewise-constant factor at `now`) and returns the diurnal terms and how long this
+        holds, so that rate(t) = w (1 + alpha sin(omega t) + beta cos(omega t)) on [now, until)
+        (t since the model's origin). None when the live modifiers have no such form at `now` (a
+        ramp in progress, two diurnal curves, a modifier without `piece`)."""
+        model = self.model
+        t = now - model.origin
+        lin = self._linear_at(t, out)
+        if lin is None or lin.until == math.inf:
+            return lin
+        # the piece ends at the first emulated time whose time since the origin reaches its end
+        # (as `rates` computes it, rounding included): never at or before `now`
+        until = model.origin + lin.until
+        while until - model.origin < lin.until:
+            until = math.nextafter(until, math.inf)
+        return lin._replace(until=until)
+
+    def _linear_at(self, t: float, out: np.ndarray) -> Linear | None:
+        model = self.model
+        mods = model._live_modifiers(t)
+        if mods is not self._for or model._version != self._version:
+            self._replan(mods)
+        model.base_rate.take(self.idx, out=out)
+        until = math.inf
+        sine: tuple[np.ndarray | None, Piece] | None = None
+        for where, m in self._plan:
+            p = m.piece(t)
+            if p is None:
+                return None
+            if p.omega:
+                if sine is not None:
+                    return None
+                sine = (where, p)
+                continue
+            until = min(until, p.until)
+            if where is None:
+                out *= p.value
+            else:
+                out[where] *= p.value
+        if sine is None:
+            return Linear(until)
+        where, p = sine
+        n = len(self.idx)
+        alpha, beta = np.zeros(n), np.zeros(n)
+        if where is None:
+            alpha[:], beta[:] = p.alpha, p.beta
+        else:
+            alpha[where], beta[where] = p.alpha, p.beta
+        return Linear(until, p.omega, model.origin, alpha, beta)
 
     def _replan(self, mods: list[Modifier]) -> None:
         """For each modifier: where in `idx` its topics are (None: everywhere) and the modifier

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 
 import anyio
+import numpy as np
 import pytest
 
-from emulator.cluster.load_source import FlatLoad, SystemUsage
+from emulator.cluster.load_source import FlatLoad, SystemUsage, TrafficCurves
 from emulator.cluster.stats_window import BrokerWindows
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage, default_bundle_stats
@@ -230,3 +231,72 @@ async def test_a_hot_bundle_splits_at_the_first_check_that_sees_it_and_children_
                 (w.stats_updated_at - split["t"] - 1e-6) / period)
             assert first_update > split["t"]
             assert first_update <= t_first <= first_update + cluster.settings.report_interval + 0.5
+
+
+class _DiurnalStep:
+    """One bundle of rate (1 + 0.3 sin(w t) + 0.2 cos(w t)) x base, the base 100 msg/s, times 3 from
+    `step_at` on (a breakpoint the closed form knows of). `bundle_curves` is the fast path; a
+    subclass without it is sampled."""
+
+    w = 2 * math.pi / 600.0
+    step_at = 37.3
+
+    def rate(self, t: float) -> float:
+        return 100.0 * (3.0 if t >= self.step_at else 1.0) * (
+            1 + 0.3 * math.sin(self.w * t) + 0.2 * math.cos(self.w * t))
+
+    def bundle_stats(self, broker_id, now, bundles):
+        return {"x": _stats(self.rate(now))}
+
+    def system_usage(self, broker_id, now, stats) -> SystemUsage:
+        return _CpuIsRateIn().system_usage(broker_id, now, stats)
+
+
+class _DiurnalStepCurves(_DiurnalStep):
+    def __init__(self) -> None:
+        self.made: dict[bool, TrafficCurves] = {}
+
+    def bundle_curves(self, broker_id, now, bundles):
+        after = now >= self.step_at
+        if after not in self.made:
+            base = 300.0 if after else 100.0
+            k = np.array([1.0, 2.0, 1000.0, 2000.0])       # the four rates per msg/s in
+            coef = np.stack([base * k, 0.3 * base * k, 0.2 * base * k])
+            self.made[after] = TrafficCurves(
+                names=["x"], coef=coef, totals=coef.tolist(), consumers=[0], producers=[1],
+                topics=[1], omega=self.w, origin=0.0, valid_from=self.step_at if after else 0.0,
+                until=math.inf if after else self.step_at, key="same", total_counts=(0, 1, 1))
+        return self.made[after]
+
+
+def test_the_closed_form_gives_the_exact_period_mean_and_fine_sampling_converges_to_it():
+    exact = _DiurnalStepCurves()
+    ticked = BrokerWindows("b", exact, now=0.0)
+    for t in range(0, 61, 5):                      # report ticks every 5 s, the step between two
+        totals = ticked.track(float(t), {"x": {}})
+        assert totals.msg_rate_in == pytest.approx(exact.rate(t), rel=1e-12)   # the instant's
+    mean = ticked.update_stats(60.0)["x"]
+    # the exact integral, piece by piece (antiderivative of 1 + 0.3 sin + 0.2 cos)
+    w = exact.w
+
+    def prim(t: float) -> float:
+        return t - 0.3 / w * math.cos(w * t) + 0.2 / w * math.sin(w * t)
+
+    want = (100.0 * (prim(37.3) - prim(0.0)) + 300.0 * (prim(60.0) - prim(37.3))) / 60.0
+    assert mean.msg_rate_in == pytest.approx(want, rel=1e-12)
+    assert mean.msg_throughput_out == pytest.approx(2000.0 * want, rel=1e-12)
+    assert ticked.sample_host(60.0).cpu.usage == pytest.approx(want, rel=1e-12)
+    # the sampled path (no closed form) at 5 s ticks is off by the step's position in its tick;
+    # sampled finely it converges to the closed form's mean
+    for dt, tolerance in ((5.0, 0.2), (0.01, 1e-3)):
+        sampled = BrokerWindows("b", _DiurnalStep(), now=0.0)
+        for i in range(int(round(60.0 / dt)) + 1):
+            sampled.track(i * dt, {"x": {}})
+        got = sampled.update_stats(60.0)["x"].msg_rate_in
+        assert got == pytest.approx(want, rel=tolerance)
+        assert dt < 1.0 or got != pytest.approx(want, rel=1e-3)
+    # the ticks do not matter to the closed form: one at 60 s only gives the same mean
+    once = BrokerWindows("b", _DiurnalStepCurves(), now=0.0)
+    once.track(0.0, {"x": {}})
+    once.track(60.0, {"x": {}})
+    assert once.update_stats(60.0)["x"].msg_rate_in == pytest.approx(want, rel=1e-12)

@@ -4,6 +4,7 @@ detaches, reconnects, unloads, splits and crashes."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -87,7 +88,70 @@ async def test_every_report_of_a_scenario_equals_the_plain_computation(monkeypat
         return got
 
     monkeypatch.setattr(WorkloadLoadSource, "bundle_stats", checked)
+    # the sampled path (what a traffic model without a closed form takes): no curves
+    monkeypatch.setattr(WorkloadLoadSource, "bundle_curves", lambda self, *a: None)
     async with observed(library.load(name), check_interval=10.0) as run:
         await run.sleep_until(minutes * MIN)
         assert run.summary().handles_connected > 0
     assert calls["tables"] > 100 and calls["hits"] > calls["tables"] // 2, calls
+
+
+# ---------------------------------------------------------------------------- closed form
+
+
+def _at(c: Any, t: float) -> dict[str, tuple[float, float, float, float]]:
+    """A TrafficCurves evaluated at `t`: bundle -> its four rates."""
+    x = c.omega * (t - c.origin)
+    v = c.coef[0] + c.coef[1] * math.sin(x) + c.coef[2] * math.cos(x)
+    nb = len(c.names)
+    return {n: (v[b], v[nb + b], v[2 * nb + b], v[3 * nb + b]) for b, n in enumerate(c.names)}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name, minutes", [("default", 10), ("hot-topic", 8), ("broker-crash", 6)])
+async def test_every_closed_form_a_scenario_asks_for_gives_the_plain_rates(monkeypatch, name, minutes):
+    """The fast path's curves, at the instant they are made, equal the plain per-topic computation
+    (to rounding: the diurnal terms are summed per bundle first) and its counts exactly; hot-topic's
+    noise and set_rate event and broker-crash's table changes included. These scenarios have a closed
+    form at every tick, so their windows never sample."""
+    curves = WorkloadLoadSource.bundle_curves
+    seen = {"curves": 0, "none": 0}
+
+    def checked(self: WorkloadLoadSource, broker_id: str, now: float, bundles: Any) -> Any:
+        c = curves(self, broker_id, now, bundles)
+        if c is None:
+            seen["none"] += 1
+            return c
+        seen["curves"] += 1
+        assert c.valid_from <= now < c.until
+        plain = _plain(self, now, bundles)
+        got = _at(c, now)
+        assert list(got) == list(plain)
+        for bundle, s in plain.items():
+            want = (s.msg_rate_in, s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
+            assert got[bundle] == pytest.approx(want, rel=1e-12, abs=1e-9), (bundle, now)
+        assert (c.consumers, c.producers, c.topics) == (
+            [s.consumer_count for s in plain.values()], [s.producer_count for s in plain.values()],
+            [s.topics for s in plain.values()])
+        return c
+
+    monkeypatch.setattr(WorkloadLoadSource, "bundle_curves", checked)
+    async with observed(library.load(name), check_interval=10.0) as run:
+        await run.sleep_until(minutes * MIN)
+        assert run.summary().handles_connected > 0
+    assert seen["curves"] > 100 and seen["none"] == 0, seen
+
+
+def test_a_ramp_in_progress_has_no_closed_form_and_one_before_and_after_it():
+    from emulator.workload.traffic import TrafficModel
+
+    model = TrafficModel(["persistent://a/x/t0", "persistent://a/x/t1"], np.array([10.0, 20.0]),
+                         np.array([100.0, 100.0]))
+    model.ramp(None, 3.0, start=100.0, over=50.0)
+    sub = model.subset(np.array([1, 0]))
+    out = np.zeros(2)
+    before = sub.linear(10.0, out)
+    assert before is not None and before.until == 100.0 and out.tolist() == [20.0, 10.0]
+    assert sub.linear(120.0, out) is None
+    after = sub.linear(150.0, out)
+    assert after is not None and after.until == math.inf and out.tolist() == [60.0, 30.0]
