@@ -82,6 +82,7 @@ __all__ = [
     "override_ownership",
     "owner_after_wait",
     "owner_lookup",
+    "records_session_event",
     "skipped_event_owner",
     "split_retry",
     "split_data",
@@ -419,8 +420,12 @@ class MetadataState(enum.Enum):
 
 
 SESSION_REESTABLISHED, SESSION_LOST = "SessionReestablished", "SessionLost"
-"""The only session events `handleMetadataSessionEvent` records (ConnectionLost and Reconnected
-are ignored)."""
+
+
+def records_session_event(event: str) -> bool:
+    """`handleMetadataSessionEvent`: only SessionReestablished and SessionLost (with their time)
+    are remembered; ConnectionLost and Reconnected leave the metadata state as it was."""
+    return event in (SESSION_REESTABLISHED, SESSION_LOST)
 
 
 def metadata_state(
