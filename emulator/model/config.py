@@ -59,6 +59,26 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     # --- Load manager and strategies -------------------------------------------------------------
     load_balancer_enabled: bool = True
     load_manager_class_name: str = _IMPL + "ModularLoadManagerImpl"
+    # Extensible load manager: service-unit state channel
+    # (ServiceConfiguration; used by ServiceUnitStateChannelImpl, see model/extensible/channel_rules.py.
+    # Its tombstone delay, loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds, is in the
+    # "Extensible load manager only" block below, where it was first declared.)
+    load_balancer_in_flight_service_unit_state_waiting_time_in_millis: int = 30000
+    """The leader overrides an Assigning/Releasing/Splitting bundle stuck longer than this; lookups
+    waiting on an in-flight bundle give up after it."""
+    load_balancer_service_unit_state_monitor_interval_in_seconds: int = 60
+    """Period of the leader's ownership monitor (orphans, stuck in-flight states, tombstones)."""
+    load_manager_service_unit_state_table_view_class_name: str = (
+        "org.apache.pulsar.broker.loadbalance.extensions.channel.ServiceUnitStateTableViewImpl"
+    )
+    """Where the channel's table lives: the compacted system topic (default) or, with
+    ServiceUnitStateMetadataStoreTableViewImpl, the metadata store (stricter version checks)."""
+    load_balancer_service_unit_table_view_syncer: str = "None"
+    """ServiceUnitTableViewSyncerType: None, MetadataStoreToSystemTopicSyncer or
+    SystemTopicToMetadataStoreSyncer (syncs the two table views during a migration)."""
+    load_balancer_multi_phase_bundle_unload: bool = True
+    """PIP-307: a transfer assigns the destination before the source disconnects the clients, which
+    are told the new owner's URL and reconnect without a lookup."""
     load_balancer_load_shedding_strategy: str = _IMPL + "ThresholdShedder"
     load_balancer_load_placement_strategy: str = _IMPL + "LeastLongTermMessageRate"
     load_balancer_placement_strategy: str = "leastLoadedServer"  # deprecated, SimpleLoadManager only
@@ -346,7 +366,11 @@ def _camel_to_snake(key: str) -> str:
 
 # Every Pulsar key, spelled as in ServiceConfiguration.java (the snake names are derived from these).
 _PULSAR_KEYS: tuple[str, ...] = (
-    "loadBalancerEnabled", "loadManagerClassName", "loadBalancerLoadSheddingStrategy",
+    "loadBalancerEnabled", "loadManagerClassName",
+    "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis",
+    "loadBalancerServiceUnitStateMonitorIntervalInSeconds", "loadManagerServiceUnitStateTableViewClassName",
+    "loadBalancerServiceUnitTableViewSyncer", "loadBalancerMultiPhaseBundleUnload",
+    "loadBalancerLoadSheddingStrategy",
     "loadBalancerLoadPlacementStrategy", "loadBalancerPlacementStrategy", "lowerBoundarySheddingEnabled",
     "loadBalancerReportUpdateThresholdPercentage", "loadBalancerReportUpdateMinIntervalMillis",
     "loadBalancerReportUpdateMaxIntervalMinutes", "loadBalancerHostUsageCheckIntervalMinutes",
@@ -425,6 +449,7 @@ _POSITIVE = frozenset(
         "metadata_store_operation_timeout_seconds",
         "keep_alive_interval_seconds",
         "load_balancer_split_interval_minutes",
+        "load_balancer_service_unit_state_monitor_interval_in_seconds",  # scheduleWithFixedDelay period
     }
 )
 # Keys where a negative value has a meaning in Pulsar (-1 = "no limit" / "disabled" / "all").
@@ -451,12 +476,19 @@ _JAVA_LONG = frozenset(
         "load_balance_shedding_delay_in_seconds",
         "load_balancer_broker_load_data_ttl_in_seconds",
         "load_balancer_service_unit_state_tombstone_delay_time_in_seconds",
+        "load_balancer_in_flight_service_unit_state_waiting_time_in_millis",
+        "load_balancer_service_unit_state_monitor_interval_in_seconds",
     }
 )
 _JAVA_INT_RANGE = (-(2**31), 2**31 - 1)
 _JAVA_LONG_RANGE = (-(2**63), 2**63 - 1)
 _CHOICES: Mapping[str, tuple[str, ...]] = types.MappingProxyType(
-    {"zookeeper_session_expired_policy": ("reconnect", "shutdown")}
+    {
+        "zookeeper_session_expired_policy": ("reconnect", "shutdown"),
+        # ServiceConfiguration.ServiceUnitTableViewSyncerType (Enum.valueOf: case-sensitive)
+        "load_balancer_service_unit_table_view_syncer": (
+            "None", "MetadataStoreToSystemTopicSyncer", "SystemTopicToMetadataStoreSyncer"),
+    }
 )
 _SPLIT_ALGORITHMS = (
     "range_equally_divide",
@@ -616,10 +648,14 @@ manager to LoadManager.create (which falls back to SimpleLoadManagerImpl); the e
 # enable(Non)PersistentTopics, loadBalancerBroker{Underloaded,ComfortLoadLevel}*,
 # loadBalancerSplitIntervalMinutes,
 # loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds, the metadata-session keys,
-# keepAliveIntervalSeconds.
+# keepAliveIntervalSeconds. The service-unit state channel's keys (pulsar-site reference configuration,
+# Load Balancer category): loadBalancerServiceUnitTableViewSyncer is dynamic;
+# loadBalancerInFlightServiceUnitStateWaitingTimeInMillis,
+# loadBalancerServiceUnitStateMonitorIntervalInSeconds, loadManagerServiceUnitStateTableViewClassName and
+# loadBalancerMultiPhaseBundleUnload are not.
 DYNAMIC_KEYS: frozenset[str] = frozenset(
     {
-        "loadManagerClassName", "loadBalancerLoadSheddingStrategy",
+        "loadManagerClassName", "loadBalancerServiceUnitTableViewSyncer", "loadBalancerLoadSheddingStrategy",
         "loadBalancerReportUpdateThresholdPercentage", "loadBalancerReportUpdateMinIntervalMillis",
         "loadBalancerReportUpdateMaxIntervalMinutes", "loadBalancerHostUsageCheckIntervalMinutes",
         "loadBalancerSheddingEnabled", "loadBalancerSheddingIntervalMinutes",

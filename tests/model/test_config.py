@@ -15,6 +15,16 @@ IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 DEFAULTS = [
     ("loadBalancerEnabled", True, bool),
     ("loadManagerClassName", IMPL + "ModularLoadManagerImpl", str),
+    # Extensible load manager: service-unit state channel (pulsar-site reference configuration)
+    ("loadBalancerInFlightServiceUnitStateWaitingTimeInMillis", 30000, int),
+    ("loadBalancerServiceUnitStateMonitorIntervalInSeconds", 60, int),
+    (
+        "loadManagerServiceUnitStateTableViewClassName",
+        "org.apache.pulsar.broker.loadbalance.extensions.channel.ServiceUnitStateTableViewImpl",
+        str,
+    ),
+    ("loadBalancerServiceUnitTableViewSyncer", "None", str),
+    ("loadBalancerMultiPhaseBundleUnload", True, bool),
     ("loadBalancerLoadSheddingStrategy", IMPL + "ThresholdShedder", str),
     ("loadBalancerLoadPlacementStrategy", IMPL + "LeastLongTermMessageRate", str),
     ("loadBalancerPlacementStrategy", "leastLoadedServer", str),
@@ -263,6 +273,19 @@ def test_from_properties_without_unknown_keys_does_not_warn() -> None:
         (
             "zookeeperSessionExpiredPolicy=restart",
             "broker.conf: zookeeperSessionExpiredPolicy = 'restart': expected one of reconnect, shutdown",
+        ),
+        (
+            "loadBalancerServiceUnitTableViewSyncer=none",
+            "broker.conf: loadBalancerServiceUnitTableViewSyncer = 'none': expected one of None, "
+            "MetadataStoreToSystemTopicSyncer, SystemTopicToMetadataStoreSyncer",
+        ),
+        (
+            "loadBalancerServiceUnitStateMonitorIntervalInSeconds=0",
+            "broker.conf: loadBalancerServiceUnitStateMonitorIntervalInSeconds = '0': must be > 0",
+        ),
+        (
+            "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis=-1",
+            "broker.conf: loadBalancerInFlightServiceUnitStateWaitingTimeInMillis = '-1': must be >= 0",
         ),
         (
             "defaultNamespaceBundleSplitAlgorithm=halves",

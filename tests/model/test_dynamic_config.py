@@ -24,14 +24,19 @@ DYNAMIC = ["loadManagerClassName", "loadBalancerLoadSheddingStrategy", "loadBala
            "loadBalancerAutoBundleSplitEnabled", "maxConcurrentLookupRequest",
            "exposeBundlesMetricsInPrometheus", "loadBalancerBandwithInResourceWeight",
            "defaultNumberOfNamespaceBundles", "failureDomainsEnabled", "namespaceBundleUnloadingTimeoutMs",
-           "brokerShutdownTimeoutMs", "loadBalancerSheddingExcludedNamespaces"]
+           "brokerShutdownTimeoutMs", "loadBalancerSheddingExcludedNamespaces",
+           "loadBalancerServiceUnitTableViewSyncer"]  # pulsar-site reference configuration: Dynamic true
 # ... and without it (a broker restart is needed)
 STATIC = ["loadBalancerEnabled", "loadBalancerLoadPlacementStrategy", "lowerBoundarySheddingEnabled",
           "loadBalancerPlacementStrategy", "statsUpdateFrequencyInSecs", "topicBundleAssignmentStrategy",
           "loadBalancerResourceQuotaUpdateIntervalMinutes", "loadBalancerOverrideBrokerNicSpeedGbps",
           "loadBalancerBrokerUnderloadedThresholdPercentage", "loadBalancerBrokerComfortLoadLevelPercentage",
           "loadBalancerSplitIntervalMinutes", "metadataStoreSessionTimeoutMillis", "keepAliveIntervalSeconds",
-          "zookeeperSessionExpiredPolicy", "enablePersistentTopics"]
+          "zookeeperSessionExpiredPolicy", "enablePersistentTopics",
+          # the service-unit state channel's other keys (reference configuration: Dynamic false)
+          "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis",
+          "loadBalancerServiceUnitStateMonitorIntervalInSeconds",
+          "loadManagerServiceUnitStateTableViewClassName", "loadBalancerMultiPhaseBundleUnload"]
 
 
 @pytest.mark.parametrize("key", DYNAMIC)
