@@ -23,7 +23,7 @@ from . import paths
 from .broker import Broker, LeaderBroker
 from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
-from .events import ClusterEvents
+from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents, ConfigChanged
 from .latency import Constant, Latencies
 from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
@@ -271,7 +271,7 @@ class Cluster:
             leader = self._leader_actor()
             if leader is not None:
                 leader.affinity[bundle.rsplit("/", 1)[1]] = destination
-        self.events.emit("admin", op="unload", bundle=bundle, destination=destination)
+        self.events.emit(AdminUnload(bundle=bundle, destination=destination))
         return await self._admin_call(owner, UnloadBundle(bundle))
 
     async def unload_namespace(self, namespace: str) -> list[AdminResult]:
@@ -286,7 +286,7 @@ class Cluster:
         owner = self.owner_of(bundle)
         if owner is None:
             return AdminResult(False, f"Bundle {bundle} is not currently owned")
-        self.events.emit("admin", op="split", bundle=bundle, algorithm=algorithm)
+        self.events.emit(AdminSplit(bundle=bundle, algorithm=algorithm))
         return await self._admin_call(owner, SplitBundle(
             bundle, unload=unload, algorithm=algorithm,
             boundaries=tuple(boundaries) if boundaries else None))
@@ -297,7 +297,7 @@ class Cluster:
         updated = self.conf.with_overrides({key: value}, source="set_config")
         field = ServiceConfig.field_name(key)
         setattr(self.conf, field, getattr(updated, field))
-        self.events.emit("config_changed", key=key, value=getattr(updated, field))
+        self.events.emit(ConfigChanged(key=key, value=getattr(updated, field)))
 
     async def acquire_bundle(self, bundle: str, broker_id: str) -> AdminResult:
         """Make `broker_id` the owner of an unowned bundle through its OwnershipCache path (the
@@ -350,7 +350,7 @@ class Cluster:
         """An actor raised (an emulator bug, exit 3): reported as an event; a broker that raised is a
         dead process to the rest of the cluster, so its port closes and its clients' connections drop
         (as `Broker.crash`) and the summary counts their handles as down, not as connected."""
-        self.events.emit("actor_failed", actor=failure.actor, error=failure.error)
+        self.events.emit(ActorFailed(actor=failure.actor, error=failure.error))
         if failure.actor in self.brokers:
             self.network.unlisten(failure.actor)
             self.network.drop_connections(failure.actor)
