@@ -31,7 +31,6 @@ __all__ = [
     "PlacementStrategy",
     "Selection",
     "choose",
-    "explains",
     "placement_usage",
     "select_broker_explained",
     "select_broker_for_bundle",
