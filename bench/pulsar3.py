@@ -28,6 +28,15 @@ from typing import Any
 
 import msgspec
 
+from emulator.cluster.events import (
+    BundleOwned,
+    BundleSplit,
+    Event,
+    HandleDisconnected,
+    HandleEvent,
+    ScenarioEvent,
+)
+
 from .restart import _Connected
 
 try:  # issue 19's publish-latency model; the summary's `publish` line is None without its accounting
@@ -113,17 +122,17 @@ class Measure:
         self.connected = _Connected(_handles(run.scenario))
         self.cluster.events.subscribe(self._on_event)
 
-    def _on_event(self, e: Any) -> None:
-        kind = e.kind
-        if kind == "bundle_owned":
-            self.acquired.append(e["t"])
-        elif kind == "scenario_event" and self.event_t is None:
-            self.event_t = e["t"]
-        elif kind.startswith("handle_"):
+    def _on_event(self, e: Event) -> None:
+        if isinstance(e, BundleOwned):
+            self.acquired.append(e.t)
+        elif isinstance(e, ScenarioEvent):
+            if self.event_t is None:
+                self.event_t = e.t
+        elif isinstance(e, HandleEvent):
             self.connected(e)
         self.on_event(e)
 
-    def on_event(self, e: Any) -> None:
+    def on_event(self, e: Event) -> None:
         """Extra events a measure wants (default none)."""
 
     def settle(self, since: float, end: float) -> tuple[float | None, int, int]:
@@ -191,12 +200,12 @@ class SplitMeasure(Measure):
         self.splits = 0
         self.reached: float | None = None
 
-    def on_event(self, e: Any) -> None:
-        if e.kind == "bundle_split":
+    def on_event(self, e: Event) -> None:
+        if isinstance(e, BundleSplit):
             self.splits += 1
-            self.bundles += len(e["children"]) - 1
+            self.bundles += len(e.children) - 1
             if self.reached is None and self.bundles >= self.target:
-                self.reached = e["t"]
+                self.reached = e.t
 
     def result(self, summary: Any, end: float) -> Run:
         figure = None if self.reached is None else self.reached - self.t0
@@ -222,8 +231,8 @@ class ReconnectMeasure(Measure):
         super().__init__(run, quiet)
         self.fewest: int | None = None
 
-    def on_event(self, e: Any) -> None:
-        if e.kind == "handle_disconnected" and self.event_t is not None:
+    def on_event(self, e: Event) -> None:
+        if isinstance(e, HandleDisconnected) and self.event_t is not None:
             n = self.connected.now
             self.fewest = n if self.fewest is None else min(self.fewest, n)
 
@@ -356,7 +365,13 @@ def reduced(name: str) -> Any:
     proportionally smaller minimum offload, so the shedder still moves load)."""
     from emulator.workload import library
     from emulator.workload.resources import BrokerCapacity
-    from emulator.workload.schema import AddBrokers, Duration, Offset, RemoveBrokers, RestartRolling
+    from emulator.workload.schema import (
+        AddBrokers,
+        Duration,
+        Offset,
+        RemoveBrokers,
+        RestartRolling,
+    )
 
     s = library.load(name)
     rep = msgspec.structs.replace

@@ -18,7 +18,12 @@ from typing import Any
 
 import anyio
 
-from emulator.cluster.events import Event
+from emulator.cluster.events import (
+    Event,
+    HandleConnected,
+    HandleDisconnected,
+    HandleReconnected,
+)
 from emulator.cluster.messages import HandleKind
 from emulator.runtime import VirtualClock, run
 from emulator.testing import emulated_cluster
@@ -40,12 +45,12 @@ class _Connected:
         self.min_after_t0: int | None = None
 
     def __call__(self, event: Event) -> None:
-        kind = event["kind"]
-        if kind == "handle_connected" or kind == "handle_reconnected":
+        kind = type(event)
+        if kind is HandleConnected or kind is HandleReconnected:
             self.now += 1
             if self.now == self.total:
-                self.full_at = event["t"]
-        elif kind == "handle_disconnected":
+                self.full_at = event.t
+        elif kind is HandleDisconnected:
             self.now -= 1
             self.full_at = None
             if self.min_after_t0 is not None:

@@ -17,17 +17,26 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from shedders.base import BaseShedder, LoadSheddingStrategy
+from shedders.base import (
+    BaseShedder,
+    ExplainedLoadSheddingStrategy,
+    LoadSheddingStrategy,
+    UnloadPlan,
+    find_bundles_for_unloading_explained,
+)
 from strategies.registry import PULSAR_PACKAGE, ClassRegistry
 
 __all__ = [
     "BUILTINS",
     "BaseShedder",
+    "ExplainedLoadSheddingStrategy",
     "LoadSheddingStrategy",
     "PULSAR_PACKAGE",
     "Registry",
+    "UnloadPlan",
     "create",
     "create_pair",
+    "find_bundles_for_unloading_explained",
     "names",
 ]
 

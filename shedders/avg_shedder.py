@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from shedders.base import (
     BaseShedder,
     Metric,
+    UnloadPlan,
     broker_msg_rate,
     broker_throughput,
     candidates_explained,
@@ -47,7 +48,7 @@ from shedders.base import (
     java_list_sort,
     shedding_candidates,
 )
-from strategies.base import choose
+from strategies.base import Selection, choose
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -63,14 +64,11 @@ class AvgShedder(BaseShedder):
     (bundle name → destination broker, for the current unload attempt).
     """
 
-    last_scores: dict[str, float] | None
-
     def __init__(self, rng: random.Random) -> None:
         super().__init__(rng)
         self.hit_count_high: dict[str, int] = {}
         self.hit_count_low: dict[str, int] = {}
         self.plan: dict[str, str] = {}
-        self.last_scores = None
 
     # --- Shedding ----------------------------------------------------------------------------------
 
@@ -120,6 +118,12 @@ class AvgShedder(BaseShedder):
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> list[tuple[str, str]]:
+        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
+
+    def find_bundles_for_unloading_explained(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> UnloadPlan:
+        """The pairs and the scores, pairing, hit counters and bundle choice of every pair."""
         low = float(conf.load_balancer_avg_shedder_low_threshold)
         high = float(conf.load_balancer_avg_shedder_high_threshold)
         hit_count_high_threshold = conf.load_balancer_avg_shedder_hit_count_high_threshold
@@ -144,7 +148,6 @@ class AvgShedder(BaseShedder):
             "hit_count_low_after_pairing": dict(self.hit_count_low),
             "pairs": pair_info,
         }
-        self.last_explanation = explanation
 
         if not pairs:
             self.hit_count_high.clear()
@@ -176,7 +179,7 @@ class AvgShedder(BaseShedder):
         explanation["selected"] = [list(p) for p in selected]
         explanation["plan"] = dict(plan)
         self.plan = plan
-        return selected
+        return UnloadPlan(selected, explanation)
 
     def _select_bundles(
         self,
@@ -234,10 +237,7 @@ class AvgShedder(BaseShedder):
         conf: ServiceConfig,
     ) -> str | None:
         """Uncached random placement over the sorted candidates (None if there are none)."""
-        self.last_scores = None
-        if not candidates:
-            return None
-        return choose(self.rng, candidates)
+        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
 
     def select_broker_for_bundle(
         self,
@@ -248,15 +248,27 @@ class AvgShedder(BaseShedder):
         conf: ServiceConfig,
     ) -> str | None:
         """The planned destination while it is a candidate and not overloaded (see module doc)."""
+        return self.select_broker_explained(
+            candidates, bundle_name, bundle_to_assign, load_data, conf).broker
+
+    def select_broker_explained(
+        self,
+        candidates: set[str],
+        bundle_name: str | None,
+        bundle_to_assign: BundleData,
+        load_data: LoadData,
+        conf: ServiceConfig,
+    ) -> Selection:
+        """`select_broker_for_bundle` (or `select_broker` without a name) with the scores it
+        compared: the planned broker's, and those of the healthy alternatives when it is overloaded."""
         if not candidates:
-            self.last_scores = None
-            return None
-        planned = self.plan.get(bundle_name)
+            return Selection(None)
+        planned = self.plan.get(bundle_name) if bundle_name is not None else None
         if planned is None or planned not in candidates:
-            return self.select_broker(candidates, bundle_to_assign, load_data, conf)
+            return Selection(choose(self.rng, candidates))
         overload = conf.load_balancer_broker_overloaded_threshold_percentage
         planned_score = self._score(planned, load_data, conf)
-        self.last_scores = {planned: planned_score} if planned_score is not None else None
+        scores = {planned: planned_score} if planned_score is not None else None
         if planned_score is not None and planned_score > overload:
             healthy: dict[str, float] = {}
             for candidate in sorted(candidates):
@@ -265,6 +277,5 @@ class AvgShedder(BaseShedder):
                     healthy[candidate] = score
             if healthy:
                 chosen = choose(self.rng, healthy)
-                self.last_scores = {planned: planned_score, **healthy}
-                return chosen
-        return planned
+                return Selection(chosen, {planned: planned_score, **healthy})
+        return Selection(planned, scores)

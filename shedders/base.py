@@ -2,9 +2,13 @@
 
 A shedder is a pure decision: it reads the leader's `LoadData` and the `ServiceConfig`, keeps only its
 own small state (ThresholdShedder's EMA, AvgShedder's hit counters and plan), and returns the
-(broker, bundle) pairs to unload, in order. The leader applies them. After every call
-`last_explanation` holds the numbers behind the decision as plain JSON-able data (dicts, lists,
-floats, str), which the leader writes to its decision log.
+(broker, bundle) pairs to unload, in order. The leader applies them. The numbers behind the decision
+are returned with it, not kept on the shedder: a shedder may implement
+`ExplainedLoadSheddingStrategy.find_bundles_for_unloading_explained`, which returns an `UnloadPlan`
+(the pairs and an explanation as plain JSON-able data: dicts, lists, floats, str); the leader calls it
+through `find_bundles_for_unloading_explained` below when it is there and speaks for the class, else
+plain `find_bundles_for_unloading` (a plan without explanation), and puts the explanation in its
+shedding-plan event. The built-ins implement it; their `find_bundles_for_unloading` is its `bundles`.
 
 Java arithmetic is kept where it decides something: `(int)` casts truncate toward zero and saturate
 (`java_int`), `MutableInt.add` wraps at 32 bits (`java_int_add`), and bundles are ordered with
@@ -19,6 +23,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
+import msgspec
+
+from strategies.registry import explains
+
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
     from emulator.model.loaddata import BundleData, LoadData, LocalBrokerData
@@ -26,14 +34,17 @@ if TYPE_CHECKING:
 __all__ = [
     "ADDITIONAL_THRESHOLD_PERCENT_MARGIN",
     "BaseShedder",
+    "ExplainedLoadSheddingStrategy",
     "INTEGER_MAX_VALUE",
     "INTEGER_MIN_VALUE",
     "LoadSheddingStrategy",
     "MIB",
     "Metric",
+    "UnloadPlan",
     "broker_msg_rate",
     "broker_throughput",
     "candidates_explained",
+    "find_bundles_for_unloading_explained",
     "java_double_key",
     "java_int",
     "java_int_add",
@@ -54,11 +65,17 @@ Metric = Literal["throughput", "msg_rate"]
 T = TypeVar("T")
 
 
+class UnloadPlan(msgspec.Struct, frozen=True):
+    """A shedder's answer with the numbers behind it: what the shedding-plan event carries."""
+
+    bundles: list[tuple[str, str]]
+    """(broker, bundle) pairs to unload, in order."""
+    explanation: dict[str, Any] | None = None
+
+
 @runtime_checkable
 class LoadSheddingStrategy(Protocol):
     """What the leader calls every `loadBalancerSheddingIntervalMinutes`."""
-
-    last_explanation: dict[str, Any] | None
 
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
@@ -69,16 +86,23 @@ class LoadSheddingStrategy(Protocol):
     def on_unload_attempt_completed(self, planned: list[tuple[str, str]]) -> None: ...
 
 
-class BaseShedder:
-    """Convenience base: stores the rng, keeps `last_explanation`, no-op hooks (Java's defaults)."""
+@runtime_checkable
+class ExplainedLoadSheddingStrategy(Protocol):
+    """Optional: a shedder that also says why; `find_bundles_for_unloading` must give the same pairs
+    as this method's `bundles`."""
 
-    last_explanation: dict[str, Any] | None
+    def find_bundles_for_unloading_explained(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> UnloadPlan: ...
+
+
+class BaseShedder:
+    """Convenience base: stores the rng, no-op hooks (Java's defaults)."""
 
     def __init__(self, rng: random.Random) -> None:
         if not isinstance(rng, random.Random):
             raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
         self.rng = rng
-        self.last_explanation = None
 
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
@@ -95,6 +119,16 @@ class BaseShedder:
         """A warm start: update the history as `cycles` shedding cycles over `load_data` would have.
         No history here (the emulator's hook, not Pulsar's: Pulsar's shedders start empty)."""
         return None
+
+
+def find_bundles_for_unloading_explained(
+    shedder: LoadSheddingStrategy, load_data: LoadData, conf: ServiceConfig
+) -> UnloadPlan:
+    """The shedder's `find_bundles_for_unloading_explained` when it speaks for the class (see
+    `strategies.registry.explains`), else `find_bundles_for_unloading` as a plan without explanation."""
+    if explains(type(shedder), "find_bundles_for_unloading_explained", "find_bundles_for_unloading"):
+        return shedder.find_bundles_for_unloading_explained(load_data, conf)  # type: ignore[attr-defined]
+    return UnloadPlan(shedder.find_bundles_for_unloading(load_data, conf))
 
 
 # --- Java arithmetic ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from shedders.base import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     BaseShedder,
+    UnloadPlan,
     broker_throughput,
     candidates_explained,
     select_until_offloaded,
@@ -37,6 +38,12 @@ class OverloadShedder(BaseShedder):
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> list[tuple[str, str]]:
+        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
+
+    def find_bundles_for_unloading_explained(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> UnloadPlan:
+        """The pairs and, per broker, its usage, offload minimum and candidates."""
         threshold = conf.load_balancer_broker_overloaded_threshold_percentage / 100.0
         recently_unloaded = load_data.recently_unloaded_bundles
         shedding_view = None
@@ -67,10 +74,9 @@ class OverloadShedder(BaseShedder):
             else:
                 info["skip"] = "no_bundles"
 
-        self.last_explanation = {
+        return UnloadPlan(selected, {
             "shedder": "OverloadShedder",
             "threshold": threshold,
             "brokers": brokers,
             "selected": [list(p) for p in selected],
-        }
-        return selected
+        })

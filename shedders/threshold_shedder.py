@@ -26,6 +26,7 @@ from shedders.base import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     MIB,
     BaseShedder,
+    UnloadPlan,
     broker_throughput,
     candidates_explained,
     select_until_offloaded,
@@ -92,6 +93,12 @@ class ThresholdShedder(BaseShedder):
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> list[tuple[str, str]]:
+        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
+
+    def find_bundles_for_unloading_explained(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> UnloadPlan:
+        """The pairs and, per broker, its usage, EMA, offload minimum and candidates."""
         threshold = conf.load_balancer_broker_threshold_shedder_percentage / 100.0
         min_throughput_threshold = conf.load_balancer_bundle_unload_min_throughput_threshold * MIB
         recently_unloaded = load_data.recently_unloaded_bundles
@@ -104,14 +111,13 @@ class ThresholdShedder(BaseShedder):
             "brokers": brokers,
             "selected": selected,
         }
-        self.last_explanation = explanation
 
         usages: dict[str, float] = {}
         avg = self._broker_avg_usage(load_data, conf, usages)
         explanation["avg"] = avg
         if avg == 0:
             explanation["skip"] = "average_usage_is_zero"
-            return self._finish(selected)
+            return self._finish(selected, explanation)
 
         shedding_view: dict[str, BundleData] | None = None
         for broker, broker_data in load_data.broker_data.items():
@@ -151,7 +157,7 @@ class ThresholdShedder(BaseShedder):
             explanation["lower_boundary"] = self._try_lower_boundary_shedding(
                 load_data, conf, selected
             )
-        return self._finish(selected)
+        return self._finish(selected, explanation)
 
     def _try_lower_boundary_shedding(
         self, load_data: LoadData, conf: ServiceConfig, selected: list[tuple[str, str]]
@@ -200,11 +206,10 @@ class ThresholdShedder(BaseShedder):
         selected.extend((max_usage_broker, bundle) for bundle in chosen)
         return info
 
-    def _finish(self, selected: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        assert self.last_explanation is not None
-        self.last_explanation["selected"] = [list(p) for p in selected]
-        self.last_explanation["hist_after"] = dict(self.history)
-        return list(selected)
+    def _finish(self, selected: list[tuple[str, str]], explanation: dict[str, Any]) -> UnloadPlan:
+        explanation["selected"] = [list(p) for p in selected]
+        explanation["hist_after"] = dict(self.history)
+        return UnloadPlan(list(selected), explanation)
 
     def on_active_brokers_change(self, active_brokers: set[str]) -> None:
         """Forget the EMA of brokers that left, so a returning broker starts from its usage."""

@@ -25,6 +25,7 @@ from shedders.base import (
     INTEGER_MAX_VALUE,
     BaseShedder,
     Metric,
+    UnloadPlan,
     broker_msg_rate,
     broker_throughput,
     candidates_explained,
@@ -48,6 +49,12 @@ class UniformLoadShedder(BaseShedder):
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> list[tuple[str, str]]:
+        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
+
+    def find_bundles_for_unloading_explained(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> UnloadPlan:
+        """The pairs and the extremes and differences compared with the thresholds."""
         max_rate = max_thr = -1.0
         min_rate = min_thr = float(INTEGER_MAX_VALUE)
         max_rate_broker = max_thr_broker = min_rate_broker = min_thr_broker = None
@@ -87,7 +94,6 @@ class UniformLoadShedder(BaseShedder):
             "msg_rate_threshold_exceeded": rate_exceeded,
             "throughput_threshold_exceeded": thr_exceeded,
         }
-        self.last_explanation = explanation
 
         if rate_exceeded or thr_exceeded:
             pct = conf.max_unload_percentage
@@ -106,7 +112,7 @@ class UniformLoadShedder(BaseShedder):
             explanation["skip"] = "no_threshold_exceeded"
 
         explanation["selected"] = [list(p) for p in selected]
-        return selected
+        return UnloadPlan(selected, explanation)
 
     def _select(
         self,

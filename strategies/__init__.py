@@ -16,17 +16,27 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from types import MappingProxyType
-from strategies.base import BasePlacementStrategy, PlacementStrategy, select_broker_for_bundle
+from strategies.base import (
+    BasePlacementStrategy,
+    ExplainedPlacementStrategy,
+    PlacementStrategy,
+    Selection,
+    select_broker_explained,
+    select_broker_for_bundle,
+)
 from strategies.registry import PULSAR_PACKAGE, ClassRegistry
 
 __all__ = [
     "BUILTINS",
     "BasePlacementStrategy",
+    "ExplainedPlacementStrategy",
     "PULSAR_PACKAGE",
     "PlacementStrategy",
     "Registry",
+    "Selection",
     "create",
     "names",
+    "select_broker_explained",
     "select_broker_for_bundle",
 ]
 

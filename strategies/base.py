@@ -3,13 +3,23 @@
 A strategy is a pure decision: it reads model Structs and an injected `random.Random`, keeps only its
 own small state (e.g. an EMA per broker), and returns a broker id or None. Users write their own
 against `PlacementStrategy` and load them with `strategies.create("pkg.module:Class", rng)`.
+
+The numbers behind a choice (each candidate's score) are returned, not kept on the strategy: a
+strategy may also implement `ExplainedPlacementStrategy.select_broker_explained`, which returns a
+`Selection` (broker, scores, explanation); the load manager calls it through `select_broker_explained`
+below when it is there and speaks for the class, else plain `select_broker` (a `Selection` without
+scores). The built-ins implement it; their `select_broker` is its `broker`.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import msgspec
+
+from strategies.registry import explains
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -17,17 +27,31 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BasePlacementStrategy",
+    "ExplainedPlacementStrategy",
     "PlacementStrategy",
+    "Selection",
     "choose",
     "placement_usage",
+    "select_broker_explained",
     "select_broker_for_bundle",
     "weighted_max_usage",
 ]
 
 
+class Selection(msgspec.Struct, frozen=True):
+    """A placement with the numbers behind it: what the assignment event carries.
+
+    `scores`: broker -> the score the strategy compared (+inf: excluded as overloaded), for the
+    candidates it scored; `explanation`: anything else JSON-able it wants in the decision log."""
+
+    broker: str | None
+    scores: dict[str, float] | None = None
+    explanation: dict[str, Any] | None = None
+
+
 @runtime_checkable
 class PlacementStrategy(Protocol):
-    """What the load manager calls. `last_scores` (optional) feeds the decision log."""
+    """What the load manager calls (see `ExplainedPlacementStrategy` for the scores)."""
 
     def select_broker(
         self,
@@ -40,16 +64,28 @@ class PlacementStrategy(Protocol):
     def on_active_brokers_change(self, active_brokers: set[str]) -> None: ...
 
 
+@runtime_checkable
+class ExplainedPlacementStrategy(Protocol):
+    """Optional: a placement that also says why. `bundle_name` is PR #26246's (see
+    `select_broker_for_bundle`); `select_broker` must give the same broker as this method's."""
+
+    def select_broker_explained(
+        self,
+        candidates: set[str],
+        bundle_name: str | None,
+        bundle_to_assign: BundleData,
+        load_data: LoadData,
+        conf: ServiceConfig,
+    ) -> Selection: ...
+
+
 class BasePlacementStrategy:
     """Convenience base: stores the rng, no-op broker-change hook, default `select_broker_for_bundle`."""
-
-    last_scores: dict[str, float] | None
 
     def __init__(self, rng: random.Random) -> None:
         if not isinstance(rng, random.Random):
             raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
         self.rng = rng
-        self.last_scores = None
 
     def select_broker(
         self,
@@ -88,6 +124,23 @@ def select_broker_for_bundle(
     if hook is not None:
         return hook(candidates, bundle_name, bundle_to_assign, load_data, conf)
     return strategy.select_broker(candidates, bundle_to_assign, load_data, conf)
+
+
+def select_broker_explained(
+    strategy: PlacementStrategy,
+    candidates: set[str],
+    bundle_name: str,
+    bundle_to_assign: BundleData,
+    load_data: LoadData,
+    conf: ServiceConfig,
+) -> Selection:
+    """The strategy's `select_broker_explained` when it speaks for the class (see `explains`), else
+    `select_broker_for_bundle` as a `Selection` without scores."""
+    if explains(type(strategy), "select_broker_explained", "select_broker", "select_broker_for_bundle"):
+        return strategy.select_broker_explained(  # type: ignore[attr-defined]
+            candidates, bundle_name, bundle_to_assign, load_data, conf)
+    return Selection(select_broker_for_bundle(
+        strategy, candidates, bundle_name, bundle_to_assign, load_data, conf))
 
 
 def choose(rng: random.Random, ties: Iterable[str]) -> str:

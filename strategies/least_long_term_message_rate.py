@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from emulator.model.loaddata import preallocated_long_term_msg_rate
-from strategies.base import BasePlacementStrategy, choose, placement_usage
+from strategies.base import BasePlacementStrategy, Selection, choose, placement_usage
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -46,6 +46,17 @@ class LeastLongTermMessageRate(BasePlacementStrategy):
         load_data: LoadData,
         conf: ServiceConfig,
     ) -> str | None:
+        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
+
+    def select_broker_explained(
+        self,
+        candidates: set[str],
+        bundle_name: str | None,
+        bundle_to_assign: BundleData,
+        load_data: LoadData,
+        conf: ServiceConfig,
+    ) -> Selection:
+        """The choice and every scored candidate's score (the bundle's name plays no part)."""
         scores: dict[str, float] = {}
         best: list[str] = []
         min_score = math.inf
@@ -60,9 +71,8 @@ class LeastLongTermMessageRate(BasePlacementStrategy):
                 min_score = score
             elif score == min_score:
                 best.append(broker)
-        self.last_scores = scores
         if not best:
             best = list(scores)
         if not best:
-            return None
-        return choose(self.rng, best)
+            return Selection(None, scores)
+        return Selection(choose(self.rng, best), scores)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from strategies.base import BasePlacementStrategy, choose, weighted_max_usage
+from strategies.base import BasePlacementStrategy, Selection, choose, weighted_max_usage
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -51,6 +51,17 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
         load_data: LoadData,
         conf: ServiceConfig,
     ) -> str | None:
+        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
+
+    def select_broker_explained(
+        self,
+        candidates: set[str],
+        bundle_name: str | None,
+        bundle_to_assign: BundleData,
+        load_data: LoadData,
+        conf: ServiceConfig,
+    ) -> Selection:
+        """The choice and the scored candidates' EMAs after this call's update."""
         scored: list[str] = []
         total = 0.0
         for broker in sorted(candidates):
@@ -59,15 +70,15 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
                 continue
             total += self._update_and_get(broker, broker_data, conf)
             scored.append(broker)
-        self.last_scores = {b: self.history[b] for b in scored}
+        scores = {b: self.history[b] for b in scored}
         if not scored:
-            return None
+            return Selection(None, scores)
         avg = total / len(scored)
         diff = conf.load_balancer_average_resource_usage_difference_threshold_percentage / 100.0
         best = [b for b in scored if self.history.get(b, MAX_RESOURCE_USAGE) + diff <= avg]
         if not best:
             best = scored
-        return choose(self.rng, best)
+        return Selection(choose(self.rng, best), scores)
 
     def on_active_brokers_change(self, active_brokers: set[str]) -> None:
         for broker in [b for b in self.history if b not in active_brokers]:

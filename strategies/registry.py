@@ -8,12 +8,15 @@ cannot be loaded, an unknown name is an error: a typo should not change the expe
 
 from __future__ import annotations
 
+import functools
 import importlib
 import random
 from collections.abc import Mapping
 from typing import Any
 
 PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
+
+__all__ = ["PULSAR_PACKAGE", "ClassRegistry", "explains"]
 
 
 class ClassRegistry:
@@ -91,3 +94,23 @@ class ClassRegistry:
 def _one_line(error: BaseException) -> str:
     """An exception's message on one line (a SyntaxError's includes its file and line)."""
     return " ".join(str(error).split()) or "(no message)"
+
+
+def _defined_at(cls: type, name: str) -> int | None:
+    """Index in `cls.__mro__` of the class whose body defines `name` (None: nowhere)."""
+    for i, klass in enumerate(cls.__mro__):
+        if name in klass.__dict__:
+            return i
+    return None
+
+
+@functools.cache
+def explains(cls: type, explained: str, *plain: str) -> bool:
+    """True when `cls`'s method `explained` speaks for it: defined, and defined no further from `cls`
+    than any of the `plain` methods. A user's subclass of a built-in that overrides only the plain
+    method (`select_broker`, `find_bundles_for_unloading`) is called through it, not through the
+    built-in's explained one (which would ignore the override)."""
+    at = _defined_at(cls, explained)
+    if at is None:
+        return False
+    return all((p := _defined_at(cls, name)) is None or at <= p for name in plain)

@@ -35,7 +35,6 @@ class RoundRobinBrokerSelector(BasePlacementStrategy):
         load_data: LoadData,
         conf: ServiceConfig,
     ) -> str | None:
-        self.last_scores = None
         size = len(candidates)
         if size == 0:
             return None

@@ -1,10 +1,15 @@
 """The decision log turns cluster events into structlog records with their inputs."""
 
-import pytest
 import structlog
 
-from emulator.cluster.events import ClusterEvents
-from emulator.cluster.modular_load_manager import SelectionTrace
+from emulator.cluster.events import (
+    Assignment,
+    ClusterEvents,
+    LoadReportWritten,
+    SelectionTrace,
+    Unload,
+    UnloadSkipped,
+)
 from emulator.observe.decision_log import DecisionLog
 
 
@@ -24,9 +29,10 @@ def test_decisions_are_logged_with_emulated_time_and_plain_inputs():
         log = DecisionLog(events)
         trace = SelectionTrace(bundle="a/b/0x00000000_0xffffffff", candidates=["b1", "b2"],
                                scores={"b1": 100.0, "b2": float("inf")}, chosen="b1")
-        events.emit("assignment", bundle=trace.bundle, broker="b1", trace=trace)
-        events.emit("decision", decision="unload_skipped", bundle="x", reason="destination is the current owner")
-        events.emit("load_report", broker="b1")      # not a decision
+        events.emit(Assignment(bundle=trace.bundle, broker="b1", leader="b0", local=False, trace=trace))
+        events.emit(UnloadSkipped(broker="b1", bundle="x", reason="destination is the current owner",
+                                  bundle_data=None, trace=None))
+        events.emit(LoadReportWritten(broker="b1", bundles=0))      # not a decision
     assert [e["decision"] for e in log.entries] == ["assignment", "unload_skipped"]
     first = log.entries[0]
     assert first["t"] == 12.5 and first["trace"]["candidates"] == ["b1", "b2"]
@@ -34,5 +40,6 @@ def test_decisions_are_logged_with_emulated_time_and_plain_inputs():
     assert [r["event"] for r in logs] == ["assignment", "unload_skipped"]
     assert logs[1]["reason"] == "destination is the current owner" and logs[1]["t"] == 12.5
     log.close()
-    events.emit("decision", decision="unload", bundle="y")
+    events.emit(Unload(broker="b1", bundle="y", destination="b2", shedder="S", bundle_data=None,
+                       trace=None, result={}))
     assert len(log.entries) == 2

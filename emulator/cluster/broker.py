@@ -52,7 +52,23 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 from . import paths
 from .bundle_owner import BundleOwner
 from .decoded import DecodeCache
-from .events import ClusterEvents
+from .events import (
+    Assignment,
+    BrokerCrashed,
+    BrokerStarted,
+    BrokerStartFailed,
+    BrokerStopped,
+    BrokerStopping,
+    BundleOwned,
+    BundleSplit,
+    BundleSplitSkipped,
+    BundleUnloaded,
+    ClusterEvents,
+    LeaderElected,
+    LoadReportWritten,
+    SessionLost,
+    SessionReestablished,
+)
 from .latency import Latencies, LatencySampler
 from .load_source import LoadSource
 from .stats_window import BrokerWindows
@@ -261,12 +277,12 @@ class Broker(Actor):
             # is gone and its session expires on its own. Pulsar's outcome, not an emulator bug (e.g.
             # LockBusy: the previous process's registration is still held by its unexpired session)
             self.log.error("Failed to start pulsar service", error=repr(e))
-            self.events.emit("broker_start_failed", broker=self.broker_id, error=repr(e))
+            self.events.emit(BrokerStartFailed(broker=self.broker_id, error=repr(e)))
             self.crash()
             return
         self.start_soon(self._report_loop)
         self.started.set()
-        self.events.emit("broker_started", broker=self.broker_id)
+        self.events.emit(BrokerStarted(broker=self.broker_id))
 
     async def _register(self) -> None:
         """ModularLoadManagerImpl.start(): lock /loadbalance/brokers/<id> with the first report."""
@@ -285,7 +301,7 @@ class Broker(Actor):
         """Process killed: nothing released; connections drop; the session expires on its own."""
         self.network.unlisten(self.broker_id)
         self.network.drop_connections(self.broker_id)
-        self.events.emit("broker_crashed", broker=self.broker_id, bundles=len(self.owned))
+        self.events.emit(BrokerCrashed(broker=self.broker_id, bundles=len(self.owned)))
         self.kill()
 
     # ================================================================== messages
@@ -616,8 +632,8 @@ class Broker(Actor):
         except UserCodeError as fault:
             user_faults.report(self.events, self.log, fault, outcome="lookup failed", bundle=bundle)
             raise
-        self.events.emit("assignment", bundle=bundle, broker=broker, leader=self.broker_id,
-                         local=True, trace=trace)
+        self.events.emit(Assignment(bundle=bundle, broker=broker, leader=self.broker_id, local=True,
+                                    trace=trace))
         return broker
 
     # ================================================================== ownership
@@ -673,7 +689,7 @@ class Broker(Actor):
         owned.active = True
         fut.set_result(True)
         self.stats.assignments += 1
-        self.events.emit("bundle_owned", bundle=bundle, broker=self.broker_id)
+        self.events.emit(BundleOwned(bundle=bundle, broker=self.broker_id))
 
     async def _still_a_bundle(self, bundle: str) -> bool:
         namespace = bundle.rsplit("/", 1)[0]
@@ -752,8 +768,8 @@ class Broker(Actor):
             actor.kill()
         self.owned.pop(bundle, None)
         took = self.now - started
-        self.events.emit("bundle_unloaded", bundle=bundle, broker=self.broker_id, topics=closed,
-                         duration=took, timed_out=timed_out)
+        self.events.emit(BundleUnloaded(bundle=bundle, broker=self.broker_id, topics=closed,
+                                        duration=took, timed_out=timed_out))
         return {"bundle": bundle, "topics": closed, "duration": took}
 
     # ================================================================== split
@@ -806,8 +822,8 @@ class Broker(Actor):
                 raise AdminError(str(e)) from None
             if not bounds:
                 self.log.info("No valid boundary to split bundle", bundle=bundle, algorithm=algorithm)
-                self.events.emit("split_skipped", bundle=bundle, broker=self.broker_id,
-                                 algorithm=algorithm, reason="no split boundary")
+                self.events.emit(BundleSplitSkipped(bundle=bundle, broker=self.broker_id,
+                                                    algorithm=algorithm, reason="no split boundary"))
                 return {"bundle": bundle, "children": [], "algorithm": algorithm}
             new = current.split(bundle, boundaries=bounds)
             children = new.children_of(bundle)
@@ -838,8 +854,9 @@ class Broker(Actor):
                     parent_actor.hand_over(child_owned.actor, lambda t, lo=lo, up=up, last=last: (
                         lo <= topic_hash(t) < up or (last and topic_hash(t) == up)))
             await self._release_quietly(bundle)
-            self.events.emit("bundle_split", bundle=bundle, broker=self.broker_id, children=children,
-                             algorithm=algorithm, boundaries=bounds, unload=unload, attempt=attempt + 1)
+            self.events.emit(BundleSplit(bundle=bundle, broker=self.broker_id, children=children,
+                                         algorithm=algorithm, boundaries=bounds, unload=unload,
+                                         attempt=attempt + 1))
             if unload:
                 for child in children:
                     self.start_soon(self._unload_quietly, child)
@@ -878,8 +895,7 @@ class Broker(Actor):
         if timeout is None:
             timeout = self.conf.broker_shutdown_timeout_ms / 1000.0
         self.closing = True
-        self.events.emit("broker_stopping", broker=self.broker_id, bundles=len(self.owned),
-                         timeout=timeout)
+        self.events.emit(BrokerStopping(broker=self.broker_id, bundles=len(self.owned), timeout=timeout))
         started = self.now
         with anyio.move_on_after(timeout) as scope:
             self.registered = False
@@ -904,8 +920,8 @@ class Broker(Actor):
                     pass
             await self.md.close_session()
         finished = not scope.cancelled_caught
-        self.events.emit("broker_stopped", broker=self.broker_id, graceful=finished,
-                         duration=self.now - started, bundles_left=len(self.owned))
+        self.events.emit(BrokerStopped(broker=self.broker_id, graceful=finished,
+                                       duration=self.now - started, bundles_left=len(self.owned)))
         if finished:
             self.kill()
         else:
@@ -1049,7 +1065,7 @@ class Broker(Actor):
             self._local_lm = None  # the leader actor decides from now on
             self.leader_actor = self._leader_factory(self)
             self.system.spawn(self.leader_actor, parent=self)
-            self.events.emit("leader_elected", broker=self.broker_id)
+            self.events.emit(LeaderElected(broker=self.broker_id))
 
     def _become_follower(self, leader_id: str) -> None:
         self.leader_id = leader_id
@@ -1071,8 +1087,8 @@ class Broker(Actor):
         value; a lock another broker took meanwhile (LockBusy) is lost and its bundle unloaded
         locally. Choice: LockBusy marks the lock expired (newer ResourceLockImpl); the older code only
         logged it and kept serving, which leaves two owners."""
-        self.events.emit("session_lost", broker=self.broker_id,
-                         policy=self.conf.zookeeper_session_expired_policy)
+        self.events.emit(SessionLost(broker=self.broker_id,
+                                     policy=self.conf.zookeeper_session_expired_policy))
         if self.conf.zookeeper_session_expired_policy == "shutdown":
             self.crash()
             return
@@ -1101,7 +1117,7 @@ class Broker(Actor):
         if self.is_leader:
             await self._elect()
         await self._refresh_available_brokers()
-        self.events.emit("session_reestablished", broker=self.broker_id, lost_bundles=lost)
+        self.events.emit(SessionReestablished(broker=self.broker_id, lost_bundles=lost))
 
     # ================================================================== load reports
 
@@ -1231,7 +1247,7 @@ class Broker(Actor):
         self._report_version = stat.version
         self.local_data.clean_deltas()
         self._last_data = msgspec.structs.replace(self.local_data)
-        self.events.emit("load_report", broker=self.broker_id, bundles=self.local_data.num_bundles)
+        self.events.emit(LoadReportWritten(broker=self.broker_id, bundles=self.local_data.num_bundles))
         return True
 
     # ================================================================== views

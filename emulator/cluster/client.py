@@ -26,7 +26,7 @@ import msgspec
 
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
-from .events import ClusterEvents
+from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
 from .latency import Latencies, LatencySampler
 from .messages import (
     Attach,
@@ -260,8 +260,7 @@ class PulsarClient(Actor):
         h.broker_id = None
         h.down_since = self.now
         self.stats.reconnects += 1
-        self.events.emit("handle_disconnected", client=self.name, topic=h.topic, handle=h.id,
-                         reason=reason)
+        self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id, reason=reason))
         self._schedule(h, h.backoff.next(self.system.clock.now_ms()) / 1000.0)
 
     def close_connection(self, broker_id: str, reason: str) -> None:
@@ -334,8 +333,8 @@ class PulsarClient(Actor):
             h.state = "failed"
             h.attempting = False
             self.stats.creation_failures += 1
-            self.events.emit("handle_failed", client=self.name, topic=h.topic, handle=h.id,
-                             reason=reason, since=h.deadline - self.settings.operation_timeout)
+            self.events.emit(HandleFailed(client=self.name, topic=h.topic, handle=h.id, reason=reason,
+                                          since=h.deadline - self.settings.operation_timeout))
             return
         self.call_later(h.backoff.next(self.system.clock.now_ms()) / 1000.0, self._grab_cnx, h)
 
@@ -359,12 +358,12 @@ class PulsarClient(Actor):
         h.created = True
         h.backoff.reset()
         if h.down_since is not None:
-            self.events.emit("handle_reconnected", client=self.name, topic=h.topic, handle=h.id,
-                             broker=broker_id, unavailable=self.now - h.down_since)
+            self.events.emit(HandleReconnected(client=self.name, topic=h.topic, handle=h.id,
+                                               broker=broker_id, unavailable=self.now - h.down_since))
             h.down_since = None
         else:
-            self.events.emit("handle_connected", client=self.name, topic=h.topic, handle=h.id,
-                             broker=broker_id)
+            self.events.emit(HandleConnected(client=self.name, topic=h.topic, handle=h.id,
+                                             broker=broker_id))
         return None
 
     # ------------------------------------------------------------------ lookups

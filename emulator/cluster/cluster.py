@@ -24,7 +24,7 @@ from . import paths
 from .broker import Broker, LeaderBroker
 from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
-from .events import ClusterEvents
+from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents, ConfigChanged
 from .latency import Constant, Latencies
 from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
@@ -280,7 +280,7 @@ class Cluster:
             leader = self._leader_actor()
             if leader is not None:
                 leader.affinity[bundle.rsplit("/", 1)[1]] = destination
-        self.events.emit("admin", op="unload", bundle=bundle, destination=destination)
+        self.events.emit(AdminUnload(bundle=bundle, destination=destination))
         return await self._admin_call(owner, UnloadBundle(bundle))
 
     async def unload_namespace(self, namespace: str) -> list[AdminResult]:
@@ -295,7 +295,7 @@ class Cluster:
         owner = self.owner_of(bundle)
         if owner is None:
             return AdminResult(False, f"Bundle {bundle} is not currently owned")
-        self.events.emit("admin", op="split", bundle=bundle, algorithm=algorithm)
+        self.events.emit(AdminSplit(bundle=bundle, algorithm=algorithm))
         return await self._admin_call(owner, SplitBundle(
             bundle, unload=unload, algorithm=algorithm,
             boundaries=tuple(boundaries) if boundaries else None))
@@ -327,7 +327,7 @@ class Cluster:
         setattr(self.conf, field, applied)
         self._dynamic[name] = text
         self._persist_dynamic_configuration()
-        self.events.emit("config_changed", key=key, value=applied)
+        self.events.emit(ConfigChanged(key=key, value=applied))
 
     def delete_config(self, key: str) -> None:
         """pulsar-admin brokers delete-dynamic-config (BrokersBase.deleteDynamicConfiguration /
@@ -343,7 +343,7 @@ class Cluster:
         value = getattr(self._startup_conf, field)
         setattr(self.conf, field, value)
         self._persist_dynamic_configuration()
-        self.events.emit("config_changed", key=key, value=value)
+        self.events.emit(ConfigChanged(key=key, value=value))
 
     def dynamic_configuration(self) -> dict[str, str]:
         """GET /admin/v2/brokers/configuration/values (BrokersBase.getAllDynamicConfigurations): the
@@ -419,7 +419,7 @@ class Cluster:
         """An actor raised (an emulator bug, exit 3): reported as an event; a broker that raised is a
         dead process to the rest of the cluster, so its port closes and its clients' connections drop
         (as `Broker.crash`) and the summary counts their handles as down, not as connected."""
-        self.events.emit("actor_failed", actor=failure.actor, error=failure.error)
+        self.events.emit(ActorFailed(actor=failure.actor, error=failure.error))
         if failure.actor in self.brokers:
             self.network.unlisten(failure.actor)
             self.network.drop_connections(failure.actor)

@@ -54,8 +54,22 @@ from emulator.runtime import Actor, ActorSystem, Reply
 from emulator.model.bundles import parse_bundle
 from emulator.model.loaddata import namespace_of
 from emulator.runtime import ActorDead, AskTimeout
+from shedders.base import find_bundles_for_unloading_explained
 
 from . import paths
+from .events import (
+    Assignment,
+    BundleNumbers,
+    LeaderStarted,
+    SelectionTrace,
+    ShedderWarmed,
+    SheddingPlan,
+    SheddingSkipped,
+    Split,
+    SplitSkipped,
+    Unload,
+    UnloadSkipped,
+)
 from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, UnloadBundle, WarmShedder
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
@@ -130,8 +144,8 @@ class LoadManagerLeader(Actor):
         self._update_all()
         self.start_soon(self._bundle_data_writer)
         self.start_soon(self._shedding_loop)
-        self.events.emit("leader_started", broker=self.broker.broker_id,
-                         brokers=len(self._available), bundle_data=len(persisted))
+        self.events.emit(LeaderStarted(broker=self.broker.broker_id, brokers=len(self._available),
+                                       bundle_data=len(persisted)))
 
     async def _read_persisted_bundle_data(self) -> dict[str, BundleData]:
         out: dict[str, BundleData] = {}
@@ -187,14 +201,14 @@ class LoadManagerLeader(Actor):
         dest = self.affinity.pop(rng_key, None)
         if dest is not None and getattr(self.conf, "emulator_unload_destination_affinity", True) \
                 and dest in self._available:
-            self.events.emit("assignment", bundle=msg.bundle, broker=dest,
-                             leader=self.broker.broker_id, local=False, affinity=True, trace=None)
+            self.events.emit(Assignment(bundle=msg.bundle, broker=dest, leader=self.broker.broker_id,
+                                        local=False, affinity=True, trace=None))
             return dest
         broker, trace = self.lm.select_broker_for_assignment(
             msg.bundle, non_persistent=msg.non_persistent
         )
-        self.events.emit("assignment", bundle=msg.bundle, broker=broker,
-                         leader=self.broker.broker_id, local=False, trace=trace)
+        self.events.emit(Assignment(bundle=msg.bundle, broker=broker, leader=self.broker.broker_id,
+                                    local=False, trace=trace))
         return broker
 
     def _on_notification(self, note: Notification) -> None:
@@ -259,8 +273,8 @@ class LoadManagerLeader(Actor):
         load_data = self.lm.load_data
         if warm_up is not None and cycles > 0:
             warm_up(load_data, self.conf, cycles)
-        self.events.emit("warm_shedder", shedder=type(self.shedder).__name__, cycles=cycles,
-                         brokers=len(load_data.broker_data))
+        self.events.emit(ShedderWarmed(shedder=type(self.shedder).__name__, cycles=cycles,
+                                       brokers=len(load_data.broker_data)))
         return len(load_data.broker_data)
 
     # ------------------------------------------------------------------ periodic bundle-data writer
@@ -303,19 +317,18 @@ class LoadManagerLeader(Actor):
         if not (conf.load_balancer_enabled and conf.load_balancer_shedding_enabled):
             return []
         if len(self._available) <= 1:
-            self.events.emit("decision", decision="shedding_skipped", reason="one broker or less",
-                             brokers=list(self._available))
+            self.events.emit(SheddingSkipped(reason="one broker or less", brokers=list(self._available)))
             return []
         recent = self.lm.load_data.recently_unloaded_bundles
         grace_ms = conf.load_balancer_shedding_grace_period_minutes * 60_000
         for bundle, t in list(recent.items()):
             if t < now_ms - grace_ms:
                 del recent[bundle]
-        plan = call_user("shedding", self.shedder, self.shedder.find_bundles_for_unloading,
-                         self.lm.load_data, conf)
-        explanation = getattr(self.shedder, "last_explanation", None)
-        self.events.emit("decision", decision="shedding_plan", shedder=type(self.shedder).__name__,
-                         plan=[list(p) for p in plan], explanation=explanation)
+        decided = call_user("shedding", self.shedder, find_bundles_for_unloading_explained,
+                            self.shedder, self.lm.load_data, conf)
+        plan = decided.bundles
+        self.events.emit(SheddingPlan(shedder=type(self.shedder).__name__, plan=list(plan),
+                                      explanation=decided.explanation))
         done: list[tuple[str, str]] = []
         excluded = set(conf.load_balancer_shedding_excluded_namespaces)
         for broker, bundle in plan:
@@ -344,27 +357,28 @@ class LoadManagerLeader(Actor):
                 continue
             recent[bundle] = self.system.clock.now_ms()
             done.append((broker, bundle))
-            self.events.emit("decision", decision="unload", broker=broker, bundle=bundle,
-                             destination=dest, shedder=type(self.shedder).__name__, bundle_data=stats,
-                             trace=trace, result=result.detail)
+            self.events.emit(Unload(broker=broker, bundle=bundle, destination=dest,
+                                    shedder=type(self.shedder).__name__, bundle_data=stats,
+                                    trace=trace, result=result.detail))
         self.shedder.on_unload_attempt_completed(list(plan))
         return done
 
-    def _bundle_numbers(self, bundle: str) -> dict[str, Any] | None:
+    def _bundle_numbers(self, bundle: str) -> BundleNumbers | None:
         assert self.lm is not None
         data = self.lm.bundle_data_of(bundle)  # one row: this runs per planned unload and split
         if data is None:
             return None
         st, lt = data.short_term_data, data.long_term_data
-        return {"short_msg_rate": st.msg_rate_in + st.msg_rate_out,
-                "short_throughput": st.msg_throughput_in + st.msg_throughput_out,
-                "long_msg_rate": lt.msg_rate_in + lt.msg_rate_out,
-                "long_throughput": lt.msg_throughput_in + lt.msg_throughput_out,
-                "topics": data.topics}
+        return BundleNumbers(short_msg_rate=st.msg_rate_in + st.msg_rate_out,
+                             short_throughput=st.msg_throughput_in + st.msg_throughput_out,
+                             long_msg_rate=lt.msg_rate_in + lt.msg_rate_out,
+                             long_throughput=lt.msg_throughput_in + lt.msg_throughput_out,
+                             topics=data.topics)
 
-    def _skip(self, broker: str, bundle: str, reason: str, stats: Any, trace: Any = None) -> None:
-        self.events.emit("decision", decision="unload_skipped", broker=broker, bundle=bundle,
-                         reason=reason, bundle_data=stats, trace=trace)
+    def _skip(self, broker: str, bundle: str, reason: str, stats: BundleNumbers | None,
+              trace: SelectionTrace | None = None) -> None:
+        self.events.emit(UnloadSkipped(broker=broker, bundle=bundle, reason=reason, bundle_data=stats,
+                                       trace=trace))
 
     async def admin(self, broker: str, op: Any, timeout: float = 120.0) -> AdminResult:
         """The leader's internal PulsarAdmin call, served by the bundle's owner."""
@@ -417,8 +431,7 @@ class LoadManagerLeader(Actor):
             except Exception:
                 continue
             if not current.contains(bundle):
-                self.events.emit("decision", decision="split_skipped", bundle=bundle,
-                                 reason="Bundle has been removed")
+                self.events.emit(SplitSkipped(bundle=bundle, reason="Bundle has been removed"))
                 continue
             numbers = self._bundle_numbers(bundle)
             self.lm.remove_bundle_data(bundle)
@@ -427,9 +440,8 @@ class LoadManagerLeader(Actor):
                       and self.lm.should_namespace_policies_unload(bundle, owner)
                       and self.lm.should_anti_affinity_namespace_unload(bundle, owner))
             result = await self.admin(owner, SplitBundle(bundle, unload=unload, algorithm=None))
-            self.events.emit("decision", decision="split", bundle=bundle, broker=owner,
-                             unload=unload, ok=result.ok, message=result.message,
-                             bundle_data=numbers, result=result.detail)
+            self.events.emit(Split(bundle=bundle, broker=owner, unload=unload, ok=result.ok,
+                                   message=result.message, bundle_data=numbers, result=result.detail))
             if result.ok:
                 done.append(bundle)
         return done

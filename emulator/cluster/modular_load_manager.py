@@ -59,11 +59,12 @@ from emulator.model.loaddata import (
 )
 from emulator.model.policies import PolicyView
 from shedders.avg_shedder import AvgShedder
-from strategies.base import placement_usage, select_broker_for_bundle
+from strategies.base import placement_usage, select_broker_explained
 from strategies.least_long_term_message_rate import LeastLongTermMessageRate
 from strategies.least_resource_usage_with_weight import LeastResourceUsageWithWeight
 from strategies.round_robin import RoundRobinBrokerSelector
 
+from .events import SelectionTrace
 from .user_faults import call_user
 
 __all__ = ["ModularLoadManager", "SYSTEM_NAMESPACE", "SelectionTrace", "UpdateResult"]
@@ -91,38 +92,8 @@ class UpdateResult(msgspec.Struct):
     """Lock holders without a readable LocalBrokerData (not placement candidates until they report)."""
 
 
-class SelectionTrace(msgspec.Struct, omit_defaults=True):
-    """How one `select_broker` decision was reached: the decision log's input.
-
-    Candidate lists are sorted broker ids after each step of §3; None means the step did not run.
-    """
-
-    bundle: str
-    non_persistent: bool = False
-    preallocated: bool = False
-    """True when an existing preallocation answered (no new decision was made)."""
-    available: list[str] = []
-    policies: list[str] = []
-    max_topics: list[str] = []
-    anti_affinity: list[str] = []
-    even_distribution: list[str] | None = None
-    filters: list[str] | None = None
-    filter_exception: str | None = None
-    fallback: str | None = None
-    """"filter_exception" or "empty" when the candidates were reset to the policy-allowed set."""
-    candidates: list[str] = []
-    """What the selector finally saw."""
-    selector: str = ""
-    scores: dict[str, float | None] | None = None
-    """The selector's `last_scores`, if it exposes them; +∞ (overloaded) is JSON `null`."""
-    chosen: str | None = None
-    overload_retry: bool = False
-    overload_candidates: list[str] | None = None
-    overload_scores: dict[str, float | None] | None = None
-
-
-def _scores_of(selector: Any) -> dict[str, float | None] | None:
-    scores = getattr(selector, "last_scores", None)
+def _scores_of(scores: Mapping[str, float] | None) -> dict[str, float | None] | None:
+    """A selection's scores as the trace keeps them (a copy: a user's strategy may reuse its dict)."""
     return dict(scores) if scores is not None else None
 
 
@@ -561,9 +532,11 @@ class ModularLoadManager:
         else:
             selector = self.placement_strategy
         trace.selector = type(selector).__name__
-        chosen = call_user("placement", selector, select_broker_for_bundle,
-                           selector, set(candidates), bundle, data, load_data, conf)
-        trace.scores = _scores_of(selector)
+        selection = call_user("placement", selector, select_broker_explained,
+                              selector, set(candidates), bundle, data, load_data, conf)
+        chosen = selection.broker
+        trace.scores = _scores_of(selection.scores)
+        trace.explanation = selection.explanation
         if chosen is None:
             return None, trace
 
@@ -574,11 +547,13 @@ class ModularLoadManager:
             trace.overload_retry = True
             retry_candidates = self._policy_candidates(bundle, non_persistent)
             trace.overload_candidates = retry_candidates
-            retry = call_user(
-                "placement", self.placement_strategy, select_broker_for_bundle,
+            retried = call_user(
+                "placement", self.placement_strategy, select_broker_explained,
                 self.placement_strategy, set(retry_candidates), bundle, data, load_data, conf
             )
-            trace.overload_scores = _scores_of(self.placement_strategy)
+            retry = retried.broker
+            trace.overload_scores = _scores_of(retried.scores)
+            trace.overload_explanation = retried.explanation
             if retry is not None:
                 chosen = retry
         trace.chosen = chosen

@@ -31,6 +31,13 @@ import msgspec
 from emulator.model.policies import FailureDomain, LocalPolicies, NamespaceIsolationPolicy
 
 from . import paths
+from .events import (
+    AntiAffinityGroupSet,
+    FailureDomainDeleted,
+    FailureDomainSet,
+    IsolationPolicyDeleted,
+    IsolationPolicySet,
+)
 from .metadata_client import BadVersion, MetadataClient
 from .policy_cache import decode_isolation_policies
 
@@ -171,8 +178,7 @@ class PolicyAdmin:
 
         await self._update_isolation(put)
         if self.cluster is not None:
-            self.cluster.events.emit("admin", op="set_isolation_policy", policy=name,
-                                     data=msgspec.to_builtins(policy))
+            self.cluster.events.emit(IsolationPolicySet(policy=name, data=msgspec.to_builtins(policy)))
         return await self._unload_matching(policy) if unload else []
 
     async def delete_isolation_policy(self, name: str) -> None:
@@ -182,7 +188,7 @@ class PolicyAdmin:
 
         await self._update_isolation(drop)
         if self.cluster is not None:
-            self.cluster.events.emit("admin", op="delete_isolation_policy", policy=name)
+            self.cluster.events.emit(IsolationPolicyDeleted(policy=name))
 
     async def _unload_matching(self, policy: NamespaceIsolationPolicy) -> list[str]:
         """filterAndUnloadMatchedNamespaceAsync: unload every namespace a namespace regex matches."""
@@ -229,7 +235,7 @@ class PolicyAdmin:
                 raise PolicyAdminError(409, f"[{', '.join(duplicate)}] already exists in {other}")
         await self.md.set(paths.failure_domain_path(self.cluster_name, name), msgspec.json.encode(domain))
         if self.cluster is not None:
-            self.cluster.events.emit("admin", op="set_failure_domain", domain=name, brokers=list(domain.brokers))
+            self.cluster.events.emit(FailureDomainSet(domain=name, brokers=list(domain.brokers)))
 
     async def delete_failure_domain(self, name: str) -> None:
         path = paths.failure_domain_path(self.cluster_name, name)
@@ -237,7 +243,7 @@ class PolicyAdmin:
             raise PolicyAdminError(404, f"Domain-name {name} or cluster {self.cluster_name} does not exist")
         await self.md.delete(path)
         if self.cluster is not None:
-            self.cluster.events.emit("admin", op="delete_failure_domain", domain=name)
+            self.cluster.events.emit(FailureDomainDeleted(domain=name))
 
     # ------------------------------------------------------------------ anti-affinity groups
 
@@ -263,7 +269,7 @@ class PolicyAdmin:
             except BadVersion:
                 continue
             if self.cluster is not None:
-                self.cluster.events.emit("admin", op="set_anti_affinity_group", namespace=namespace, group=group)
+                self.cluster.events.emit(AntiAffinityGroupSet(namespace=namespace, group=group))
             return
         raise PolicyAdminError(409, "Concurrent modification")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .events import ClusterEvents
+from .events import ClusterEvents, PlacementFailed, SheddingFailed
 
 __all__ = ["BUILTIN_PACKAGES", "UserCodeError", "call_user", "is_builtin", "report"]
 
@@ -30,9 +30,6 @@ T = TypeVar("T")
 
 BUILTIN_PACKAGES = frozenset({"strategies", "shedders"})
 """Top-level packages of the emulator's own strategies and shedders."""
-
-EVENT_KINDS = {"placement": "placement_failed", "shedding": "shedding_failed"}
-"""The event emitted per fault, by role."""
 
 
 class UserCodeError(Exception):
@@ -62,14 +59,20 @@ def call_user(role: str, strategy: Any, fn: Callable[..., T], *args: Any) -> T:
 
 
 def report(events: ClusterEvents, log: Any, fault: UserCodeError, *, outcome: str,
-           **context: Any) -> None:
+           bundle: str | None = None) -> None:
     """Count the fault (an event every time) and log it with its traceback once per distinct error.
 
-    `outcome` says what Pulsar does about it ("lookup failed", "shedding cycle skipped")."""
-    kind = EVENT_KINDS[fault.role]
+    `outcome` says what Pulsar does about it ("lookup failed", "shedding cycle skipped"); `bundle`
+    is the one a failed lookup asked for."""
     error = repr(fault.error)
-    events.emit(kind, strategy=fault.strategy, error=error, outcome=outcome, **context)
-    if events.first((kind, fault.strategy, error)):
+    if fault.role == "placement":
+        event: PlacementFailed | SheddingFailed = PlacementFailed(
+            strategy=fault.strategy, error=error, outcome=outcome, bundle=bundle)
+    else:
+        event = SheddingFailed(strategy=fault.strategy, error=error, outcome=outcome)
+    events.emit(event)
+    context = {} if bundle is None else {"bundle": bundle}
+    if events.first((event.kind, fault.strategy, error)):
         log.warning(f"{fault.role} strategy raised: {outcome}, as in Pulsar (logged once per "
                     "distinct error, counted every time)", strategy=fault.strategy, error=error,
                     exc_info=fault.error, **context)

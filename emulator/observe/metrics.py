@@ -60,12 +60,26 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
 
+from emulator.cluster.events import (
+    Assignment,
+    BrokerCrashed,
+    BrokerStopped,
+    BundleOwned,
+    BundleUnloaded,
+    Event,
+    HandleConnected,
+    HandleDisconnected,
+    HandleFailed,
+    HandleReconnected,
+    SheddingPlan,
+    Split,
+    Unload,
+)
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
 from emulator.observe.publish import publish_accounting, publish_families
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
-    from emulator.cluster.events import Event
 
 __all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS"]
 
@@ -149,45 +163,37 @@ class _Tally:
             if broker.alive:
                 self._loaded[broker_id] = {t for o in broker.owned.values() if o.actor is not None
                                            for t in o.actor.topics}
-        self._decisions: dict[str, Callable[[Any], None]] = {
-            "shedding_plan": self._on_shedding_plan,
-            "unload": self._on_unload,
-            "split": self._on_split,
-        }
-        self._handlers: dict[str, Callable[[Any], None]] = {
-            "decision": self._on_decision,
-            "assignment": self._on_assignment,
-            "bundle_owned": self._on_bundle_owned,
-            "bundle_unloaded": self._on_bundle_unloaded,
-            "broker_crashed": self._on_broker_gone,
-            "broker_stopped": self._on_broker_gone,
-            "handle_connected": self._on_attached,
-            "handle_disconnected": self._on_disconnected,
-            "handle_reconnected": self._on_reconnected,
-            "handle_failed": self._on_failed,
+        self._handlers: dict[type[Event], Callable[[Any], None]] = {
+            SheddingPlan: self._on_shedding_plan,
+            Unload: self._on_unload,
+            Split: self._on_split,
+            Assignment: self._on_assignment,
+            BundleOwned: self._on_bundle_owned,
+            BundleUnloaded: self._on_bundle_unloaded,
+            BrokerCrashed: self._on_broker_gone,
+            BrokerStopped: self._on_broker_gone,
+            HandleConnected: self._on_attached,
+            HandleDisconnected: self._on_disconnected,
+            HandleReconnected: self._on_reconnected,
+            HandleFailed: self._on_failed,
         }
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     def close(self) -> None:
         self._unsubscribe()
 
-    def _on_event(self, event: "Event") -> None:
-        handler = self._handlers.get(event["kind"])
+    def _on_event(self, event: Event) -> None:
+        handler = self._handlers.get(type(event))
         if handler is not None:
             handler(event)
 
     # ------------------------------------------------------------------ leader decisions
 
-    def _on_decision(self, event: "Event") -> None:
-        handler = self._decisions.get(event["decision"])
-        if handler is not None:
-            handler(event)
-
-    def _on_shedding_plan(self, event: "Event") -> None:
+    def _on_shedding_plan(self, event: SheddingPlan) -> None:
         """A new doLoadShedding cycle: unload_broker_total counts brokers once per cycle (Pulsar's
         `unloadBrokerCount += brokers unloaded from`); also the age of each report the shedder read."""
         self._cycle_brokers = set()
-        now = event["t"]
+        now = event.t
         for last_update in self._leader_report_times():
             self.report_age.observe(max(0.0, now - last_update / 1000.0))
 
@@ -199,73 +205,73 @@ class _Tally:
             return []
         return [bd.local_data.last_update for _, bd in sorted(lm.load_data.broker_data.items())]
 
-    def _on_unload(self, event: "Event") -> None:
+    def _on_unload(self, event: Unload) -> None:
         self.unload_bundles += 1
-        broker = event.get("broker")
+        broker = event.broker
         if broker not in self._cycle_brokers:
             self._cycle_brokers.add(broker)
             self.unload_brokers += 1
 
-    def _on_split(self, event: "Event") -> None:
-        if event.get("ok"):
+    def _on_split(self, event: Split) -> None:
+        if event.ok:
             self.splits += 1
 
-    def _on_assignment(self, event: "Event") -> None:
-        if event.get("affinity"):   # the unload destination answered: no selectBrokerForAssignment
+    def _on_assignment(self, event: Assignment) -> None:
+        if event.affinity:   # the unload destination answered: no selectBrokerForAssignment
             return
-        decider = event.get("leader") or ""
+        decider = event.leader
         self.assignments[decider] = self.assignments.get(decider, 0) + 1
 
     # ------------------------------------------------------------------ ownership
 
-    def _on_bundle_owned(self, event: "Event") -> None:
-        bundle, broker = event["bundle"], event["broker"]
+    def _on_bundle_owned(self, event: BundleOwned) -> None:
+        bundle, broker = event.bundle, event.broker
         previous = self._owner.get(bundle)
         if previous is not None and previous != broker:
             self.bundle_moves += 1
         self._owner[bundle] = broker
 
-    def _on_bundle_unloaded(self, event: "Event") -> None:
-        loaded = self._loaded.get(event["broker"])
+    def _on_bundle_unloaded(self, event: BundleUnloaded) -> None:
+        loaded = self._loaded.get(event.broker)
         if not loaded:
             return
-        namespace, lower, upper = parse_bundle(event["bundle"])
+        namespace, lower, upper = parse_bundle(event.bundle)
         last = upper == FULL_UPPER
         for topic in [t for t in loaded if topic_namespace(t) == namespace]:
             h = topic_hash(topic)
             if lower <= h < upper or (last and h == upper):
                 loaded.discard(topic)
 
-    def _on_broker_gone(self, event: "Event") -> None:
-        self._loaded.pop(event["broker"], None)
+    def _on_broker_gone(self, event: BrokerCrashed | BrokerStopped) -> None:
+        self._loaded.pop(event.broker, None)
 
     # ------------------------------------------------------------------ clients
 
-    def _on_attached(self, event: "Event") -> None:
-        broker = event["broker"]
+    def _on_attached(self, event: HandleConnected | HandleReconnected) -> None:
+        broker = event.broker
         loaded = self._loaded.get(broker)
         if loaded is None:
             loaded = self._loaded[broker] = set()
-        topic = event["topic"]
+        topic = event.topic
         if topic not in loaded:
             loaded.add(topic)
             self.topic_loads[broker] = self.topic_loads.get(broker, 0) + 1
 
-    def _on_disconnected(self, event: "Event") -> None:
+    def _on_disconnected(self, event: HandleDisconnected) -> None:
         self.disconnects += 1
-        self.down[(event["client"], event["handle"])] = event["t"]
+        self.down[(event.client, event.handle)] = event.t
 
-    def _on_reconnected(self, event: "Event") -> None:
+    def _on_reconnected(self, event: HandleReconnected) -> None:
         self._on_attached(event)
         self.reconnects += 1
-        unavailable = float(event["unavailable"])
+        unavailable = float(event.unavailable)
         self.reconnect_latency.observe(unavailable)
-        self.down.pop((event["client"], event["handle"]), None)
+        self.down.pop((event.client, event.handle), None)
         self.unavailable_done += unavailable
 
-    def _on_failed(self, event: "Event") -> None:
+    def _on_failed(self, event: HandleFailed) -> None:
         """A handle whose creation failed never comes back: down from its creation on (as the summary)."""
-        self.failed[(event["client"], event["handle"])] = float(event.get("since", event["t"]))
+        self.failed[(event.client, event.handle)] = float(event.since)
 
     def unavailable_seconds(self, now: float) -> float:
         """Completed outages plus the ones still running, never decreasing (it is a counter).

@@ -3,14 +3,14 @@
 Producers publish at their topic's rate (the workload's traffic model, or a `FlatLoad`'s rate): a
 fluid model, no event per message. `PublishAccounting` listens to `cluster.events`:
 
-* `handle_connected` of a producer: it publishes from now on (a producer is created by its first
+* `HandleConnected` of a producer: it publishes from now on (a producer is created by its first
   connect; before that the application holds no producer to send with). A topic with p producers
   gives each 1/p of its rate.
-* `handle_disconnected` -> `handle_reconnected`: one outage window. The messages the producer sent
+* `HandleDisconnected` -> `HandleReconnected`: one outage window. The messages the producer sent
   during it (its share of the integral of the topic's rate) wait, time out or are refused as
   `emulator.model.publish_latency.outage_outcome` decides; the per-topic windows are kept exactly and
   the cluster's in `WaitBins`.
-* `handle_closed` while disconnected: ProducerImpl.closeAsync fails the pending messages
+* `HandleClosed` while disconnected: ProducerImpl.closeAsync fails the pending messages
   (AlreadyClosedException), counted as `failed_closed`.
 
 The integral of each topic's rate is kept as a cumulative vector brought up to date at most once per
@@ -34,6 +34,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
+from emulator.cluster.events import (
+    Event,
+    HandleClosed,
+    HandleConnected,
+    HandleDisconnected,
+    HandleEvent,
+    HandleReconnected,
+)
 from emulator.cluster.messages import HandleKind
 from emulator.model.publish_latency import (
     PUBLISH_LATENCY_BUCKETS,
@@ -49,7 +57,6 @@ from emulator.model.publish_latency import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
-    from emulator.cluster.events import Event
 
 __all__ = ["PUBLISH_FILE", "PublishAccounting", "PublishLine", "PublishStats", "publish_accounting",
            "write_publish_file"]
@@ -228,35 +235,35 @@ class PublishAccounting:
 
     # ------------------------------------------------------------------ events
 
-    def _on_event(self, e: "Event") -> None:
+    def _on_event(self, e: Event) -> None:
         self._events += 1
-        t = e["t"]
+        t = e.t
         if t - self._rates.t >= self.settle_interval:
             self._rates.settle(t)
-        kind = e["kind"]
-        if kind == "handle_connected":
-            if self._is_producer(e):
-                self._producer_added(e["topic"], t)
-        elif kind == "handle_disconnected":
-            if self._is_producer(e):
-                i = self._index(e["topic"])
-                self._down[(e["client"], e["handle"])] = _Down(
-                    i, t, self._rates.at(i, t), max(1, int(self._a.producers[i])),
-                    self._queue_of(e["client"]))
-        elif kind == "handle_reconnected":
-            down = self._down.pop((e["client"], e["handle"]), None)
-            if down is not None:
-                self._window_ended(down, t, closed=False)
-        elif kind == "handle_closed":
-            down = self._down.pop((e["client"], e["handle"]), None)
-            if down is not None:
-                self._window_ended(down, t, closed=True)
-            if down is not None or self._is_producer(e):
-                self._producer_removed(e["topic"], t)
+        match e:
+            case HandleConnected():
+                if self._is_producer(e):
+                    self._producer_added(e.topic, t)
+            case HandleDisconnected():
+                if self._is_producer(e):
+                    i = self._index(e.topic)
+                    self._down[(e.client, e.handle)] = _Down(
+                        i, t, self._rates.at(i, t), max(1, int(self._a.producers[i])),
+                        self._queue_of(e.client))
+            case HandleReconnected():
+                down = self._down.pop((e.client, e.handle), None)
+                if down is not None:
+                    self._window_ended(down, t, closed=False)
+            case HandleClosed():
+                down = self._down.pop((e.client, e.handle), None)
+                if down is not None:
+                    self._window_ended(down, t, closed=True)
+                if down is not None or self._is_producer(e):
+                    self._producer_removed(e.topic, t)
 
-    def _is_producer(self, e: "Event") -> bool:
-        client = self.cluster.clients.get(e["client"])
-        h = client.handles.get(e["handle"]) if client is not None else None
+    def _is_producer(self, e: HandleEvent) -> bool:
+        client = self.cluster.clients.get(e.client)
+        h = client.handles.get(e.handle) if client is not None else None
         return h is not None and h.kind is HandleKind.PRODUCER
 
     def _queue_of(self, client_name: str) -> PendingQueue:

@@ -9,9 +9,10 @@ Files (the contract with the Spark roll-up, /tmp/prompts/interfaces.md "Recordin
 * `samples.jsonl`: `{"t", "name", "labels", "value"}` per sample, one block every `interval` emulated
   seconds (on multiples of the interval), taken from the metrics registry itself, so a recording and a
   scrape never disagree. `close(complete=True)` adds a last block at the end time if it is not already there.
-* `decisions.jsonl`: the decision log's records (`{"t", "decision", ...}`, same fields as `DecisionLog`).
-* `events.jsonl`: `{"t", "kind", ...}` for scenario events, broker lifecycle, leader changes and client
-  disconnects/reconnects/failures.
+* `decisions.jsonl`: the decision log's records (`{"kind", "t", ..., "decision"}`, same fields as
+  `DecisionLog`): every `emulator.cluster.events.Decision`, as `to_record` makes it.
+* `events.jsonl`: `{"kind", "t", ...}` (keys sorted) for the event types of `RECORDED_EVENTS`: scenario
+  events, broker lifecycle, leader changes and client disconnects/reconnects/failures.
 * `publish.jsonl`: written whole at close (before run.json is rewritten), one line for the cluster
   (`topic` "") then one per topic: publish latency P50 / P99 / P99.9 / P99.99 and failed sends
   (`emulator.observe.publish.PublishLine`).
@@ -44,23 +45,26 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from emulator.observe.decision_log import DECISION_KINDS, to_builtins
+from emulator.cluster import events as ev
+from emulator.cluster.events import Decision, Event, to_builtins
 from emulator.observe.publish import write_publish_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
-    from emulator.cluster.events import Event
     from emulator.observe.metrics import ClusterMetrics, SeriesKey
 
-__all__ = ["EVENT_KINDS", "Recorder", "FLUSH_EVERY", "versions"]
+__all__ = ["RECORDED_EVENTS", "Recorder", "FLUSH_EVERY", "versions"]
 
-EVENT_KINDS = frozenset({
-    "scenario_event", "broker_started", "broker_crashed", "broker_stopping", "broker_stopped",
-    "leader_elected", "leader_started", "handle_disconnected", "handle_reconnected", "handle_failed",
-    "admin", "config_changed", "actor_failed", "placement_failed", "shedding_failed",
-    "broker_start_failed", "initial_state", "warm_start",
+RECORDED_EVENTS: frozenset[type[Event]] = frozenset({
+    ev.ScenarioEvent, ev.BrokerStarted, ev.BrokerCrashed, ev.BrokerStopping, ev.BrokerStopped,
+    ev.LeaderElected, ev.LeaderStarted, ev.HandleDisconnected, ev.HandleReconnected, ev.HandleFailed,
+    ev.AdminUnload, ev.AdminSplit, ev.IsolationPolicySet, ev.IsolationPolicyDeleted,
+    ev.FailureDomainSet, ev.FailureDomainDeleted, ev.AntiAffinityGroupSet, ev.ConfigChanged,
+    ev.ActorFailed, ev.PlacementFailed, ev.SheddingFailed, ev.BrokerStartFailed, ev.InitialState,
+    ev.WarmStarted,
 })
-"""Event kinds copied to events.jsonl (handle_connected, load_report and the like are too many)."""
+"""Event types copied to events.jsonl besides the decisions (HandleConnected, LoadReportWritten and
+the like are too many)."""
 
 FLUSH_EVERY = 60.0
 """Emulated seconds between flushes at most, whatever the sample interval."""
@@ -233,17 +237,14 @@ class Recorder:
 
     # ------------------------------------------------------------------ events and decisions
 
-    def _on_event(self, event: "Event") -> None:
-        kind = event["kind"]
-        self._last_t = event["t"]
-        if kind in DECISION_KINDS:
-            record = {k: to_builtins(v) for k, v in event.items()}
-            record["decision"] = record.pop("decision", None) or kind
-            self.decisions.add(self._encoder.encode(record) + b"\n")
+    def _on_event(self, event: Event) -> None:
+        self._last_t = event.t
+        if isinstance(event, Decision):
+            self.decisions.add(self._encoder.encode(event.record()) + b"\n")
             if self.decisions.buffered > _MAX_BUFFER:
                 self.flush()
-        elif kind in EVENT_KINDS:
-            self.events.add(self._encoder.encode(to_builtins(event)) + b"\n")
+        elif type(event) in RECORDED_EVENTS:
+            self.events.add(self._encoder.encode(to_builtins(event.record())) + b"\n")
             if self.events.buffered > _MAX_BUFFER:
                 self.flush()
 

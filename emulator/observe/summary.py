@@ -5,7 +5,7 @@
 * lookups, redirects and failed lookups, counted by the clients (broker counters restart with a
   restarted broker, the clients' do not);
 * unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
-  disconnect and the reconnect (`handle_reconnected.unavailable`), plus the time a handle is still down
+  disconnect and the reconnect (`HandleReconnected.unavailable`), plus the time a handle is still down
   at the end, plus the life of a handle whose creation failed; total, p99 (nearest rank, over every
   topic with a handle) and max;
 * actor failures first, when any (emulator bugs), and a line for a user's strategy or shedder that
@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from emulator.cluster.events import ClusterEvents, Event
+from emulator.cluster.events import (
+    ClusterEvents,
+    Event,
+    HandleClosed,
+    HandleDisconnected,
+    HandleFailed,
+    HandleReconnected,
+)
 from emulator.observe.expectations import ExpectResult, format_result
 from emulator.observe.publish import PublishLine, format_publish, summary_lines
 
@@ -45,10 +52,10 @@ __all__ = ["BrokerLine", "RunSummary", "UnavailabilityTracker", "broker_max_usag
 class UnavailabilityTracker:
     """Listens to `cluster.events`: per-topic unavailable seconds.
 
-    A handle is down from its `handle_disconnected` until its `handle_reconnected` (whose `unavailable`
-    field is that time) or until it is closed by its application (`handle_closed`, emitted by the
+    A handle is down from its `HandleDisconnected` until its `HandleReconnected` (whose `unavailable`
+    field is that time) or until it is closed by its application (`HandleClosed`, emitted by the
     workload's consumer jitter); handles still down count up to `now`. A handle whose creation failed
-    (`handle_failed`: the client gave up after the operation timeout; nothing creates it again) is down
+    (`HandleFailed`: the client gave up after the operation timeout; nothing creates it again) is down
     from its creation (`since`) until it is closed or the run ends: its topic never had it."""
 
     def __init__(self, events: ClusterEvents) -> None:
@@ -61,19 +68,19 @@ class UnavailabilityTracker:
         self._unsubscribe()
 
     def _on_event(self, e: Event) -> None:
-        kind = e.kind
-        if kind == "handle_disconnected":
-            self.disconnects += 1
-            self._down[(e["client"], e["handle"])] = (e["topic"], e["t"])
-        elif kind == "handle_reconnected":
-            self._down.pop((e["client"], e["handle"]), None)
-            self.totals[e["topic"]] = self.totals.get(e["topic"], 0.0) + e["unavailable"]
-        elif kind == "handle_failed":   # creation gave up: down since it was created, for good
-            self._down[(e["client"], e["handle"])] = (e["topic"], e.get("since", e["t"]))
-        elif kind == "handle_closed":
-            down = self._down.pop((e["client"], e["handle"]), None)
-            if down is not None:
-                self.totals[down[0]] = self.totals.get(down[0], 0.0) + (e["t"] - down[1])
+        match e:
+            case HandleDisconnected():
+                self.disconnects += 1
+                self._down[(e.client, e.handle)] = (e.topic, e.t)
+            case HandleReconnected():
+                self._down.pop((e.client, e.handle), None)
+                self.totals[e.topic] = self.totals.get(e.topic, 0.0) + e.unavailable
+            case HandleFailed():   # creation gave up: down since it was created, for good
+                self._down[(e.client, e.handle)] = (e.topic, e.since)
+            case HandleClosed():
+                down = self._down.pop((e.client, e.handle), None)
+                if down is not None:
+                    self.totals[down[0]] = self.totals.get(down[0], 0.0) + (e.t - down[1])
 
     def per_topic(self, now: float) -> dict[str, float]:
         """Unavailable seconds per topic that was ever down, up to `now`."""

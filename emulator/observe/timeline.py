@@ -26,13 +26,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from emulator.observe.decision_log import DECISION_KINDS, to_builtins
+from emulator.cluster.events import (
+    Event,
+    HandleDisconnected,
+    HandleReconnected,
+    ScenarioEvent,
+    Split,
+    Unload,
+)
 from emulator.observe.publish import PublishLine
 
 if TYPE_CHECKING:
     from .recorder import Recorder
     from emulator.cluster.cluster import Cluster
-    from emulator.cluster.events import Event
     from emulator.observe.metrics import ClusterMetrics
 
 __all__ = ["COUNTERS", "LiveTimeline", "SAMPLED", "Timeline", "USAGE", "RATE", "THROUGHPUT"]
@@ -51,8 +57,11 @@ COUNTERS: dict[str, str] = {
 }
 SAMPLED = frozenset({USAGE, *RATE, *THROUGHPUT, *COUNTERS.values()})
 """Sample names a timeline keeps (every other series of the registry is dropped)."""
-EVENTS = frozenset({"handle_disconnected", "handle_reconnected", "scenario_event"})
-DECISIONS = frozenset({"unload", "split"})
+_KEPT_DECISIONS = (Unload, Split)
+_KEPT_EVENTS = (HandleDisconnected, HandleReconnected, ScenarioEvent)
+DECISIONS = frozenset(t.decision for t in _KEPT_DECISIONS)
+"""Decision names a timeline keeps (a recording's records are told apart by name)."""
+EVENTS = frozenset(t.kind for t in _KEPT_EVENTS)
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -158,15 +167,11 @@ class LiveTimeline(Timeline):
         a day's samples then share a few hundred label tuples instead of holding one each."""
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
-    def _on_event(self, event: "Event") -> None:
-        kind = event.kind
-        if kind in DECISION_KINDS:
-            if event.get("decision", kind) in DECISIONS:
-                record = {k: to_builtins(v) for k, v in event.items()}
-                record["decision"] = record.pop("decision", None) or kind
-                self.decisions.append(record)
-        elif kind in EVENTS:
-            self.events.append({k: to_builtins(v) for k, v in event.items()})
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, _KEPT_DECISIONS):
+            self.decisions.append(event.record())
+        elif isinstance(event, _KEPT_EVENTS):
+            self.events.append(event.record())
 
     def sample(self, t: float) -> None:
         self.take(t, self.metrics.rows())

@@ -9,7 +9,7 @@ been applied; the clients and jitter actors live on in the cluster's actor syste
 how long the run lasts.
 
 An event that cannot be applied (a broker that is not live any more, an unload the broker refuses) does
-not end the run: it is logged, emitted as `scenario_event_failed` and kept in `workload.errors`.
+not end the run: it is logged, emitted as `ScenarioEventFailed` and kept in `workload.errors`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
+
+from emulator.cluster.events import ScenarioEventFailed
 
 from .events import apply_event
 from .initial_state import place_owners, warm_start
@@ -88,7 +90,7 @@ async def _apply(cluster: "Cluster", workload: "Workload", event: Any, index: in
     except Exception as e:  # noqa: BLE001 - a failed event is reported, the run goes on
         error = _reason(e)
         workload.errors.append(f"events[{index}] ({verb_of(event)}): {error}")
-        cluster.events.emit("scenario_event_failed", event=verb_of(event), index=index, error=error)
+        cluster.events.emit(ScenarioEventFailed(event=verb_of(event), index=index, error=error))
         structlog.get_logger("workload").warning("scenario event failed", verb=verb_of(event),
                                                  index=index, error=error)
 

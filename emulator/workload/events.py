@@ -1,7 +1,7 @@
 """Scenario events: one function per verb, applied to a running cluster at the event's time.
 
 Each function resolves its targets (which brokers, which bundle, which topics), announces itself with
-`cluster.events.emit("scenario_event", event=<verb>, **arguments)` so recorders and logs see what the
+`cluster.events.emit(ScenarioEvent(event=<verb>, arguments=...))` so recorders and logs see what the
 scenario did and when, then acts through the cluster's operator API (add/stop brokers, admin unload and
 split, dynamic config) or on the workload's models (capacity, background load, traffic).
 
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
+from emulator.cluster.events import ScenarioEvent
 from emulator.cluster.network import host_of
 from emulator.model.bundles import topic_namespace
 
@@ -65,7 +66,7 @@ def _emit(cluster: "Cluster", ev: Any, **resolved: Any) -> None:
     args = {k: v for k, v in msgspec.to_builtins(ev, enc_hook=_plain).items() if v not in (None, [], {})}
     args.pop("do", None)
     args.update(resolved)
-    cluster.events.emit("scenario_event", event=verb_of(ev), **args)
+    cluster.events.emit(ScenarioEvent(event=verb_of(ev), arguments=args))
 
 
 def _plain(obj: Any) -> Any:

@@ -35,6 +35,7 @@ import msgspec
 import structlog
 
 from emulator.cluster import paths
+from emulator.cluster.events import InitialState, WarmBundleData, WarmStarted
 from emulator.cluster.messages import WarmShedder
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
@@ -85,7 +86,7 @@ def before_brokers(plan: InitialPlan, conf: ServiceConfig, brokers: int
             async with anyio.create_task_group() as tg:
                 for path, data in items[lo:lo + _CONCURRENT_WRITES]:
                     tg.start_soon(cluster.write_node, path, data)
-        cluster.events.emit("warm_bundle_data", bundles=len(items), samples=samples, warm=plan.warm)
+        cluster.events.emit(WarmBundleData(bundles=len(items), samples=samples, warm=plan.warm))
 
     return write
 
@@ -112,8 +113,9 @@ async def place_owners(cluster: "Cluster", plan: InitialPlan, workload: "Workloa
     if target is not None and (ratio is None or abs(ratio - target) > 0.1):
         structlog.get_logger("workload").warning(
             "initial owners: the bundles cannot make the stated ratio", target=target, planned=ratio)
-    cluster.events.emit("initial_state", bundles=len(plan.owners), failed=len(failed),
-                        brokers=len(set(plan.owners.values())), warm=plan.warm, msg_rate_max_min=ratio)
+    cluster.events.emit(InitialState(bundles=len(plan.owners), failed=len(failed),
+                                     brokers=len(set(plan.owners.values())), warm=plan.warm,
+                                     msg_rate_max_min=ratio))
 
 
 async def warm_start(cluster: "Cluster", plan: InitialPlan, workload: "Workload", *,
@@ -145,9 +147,9 @@ async def warm_start(cluster: "Cluster", plan: InitialPlan, workload: "Workload"
         for broker, data in sorted(leader.lm.load_data.broker_data.items()):
             await cluster.write_node(paths.time_average_path(broker),
                                      msgspec.json.encode(data.time_average_data))
-    info = {"brokers": len(live), "warm": plan.warm, "shedder_cycles": cycles,
+    info: dict[str, Any] = {"brokers": len(live), "warm": plan.warm, "shedder_cycles": cycles,
             "leader": leader is not None}
-    cluster.events.emit("warm_start", **info)
+    cluster.events.emit(WarmStarted(**info))
     return info
 
 

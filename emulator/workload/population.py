@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from emulator.cluster.client import PulsarClient
+from emulator.cluster.events import HandleClosed
 from emulator.cluster.messages import HandleKind
 from emulator.runtime import Actor, ActorSystem, Reply
 
@@ -157,8 +158,8 @@ class ConsumerJitterActor(Actor):
         handles = self.workload.consumers.pop(topic, [])
         client_name = handles[0][0] if handles else None
         for name, hid in handles:
-            self.cluster.events.emit("handle_closed", client=name, topic=topic, handle=hid,
-                                     reason="consumer jitter")
+            self.cluster.events.emit(HandleClosed(client=name, topic=topic, handle=hid,
+                                                  reason="consumer jitter"))
             await self.cluster.clients[name].close_handle(hid)
         await anyio.sleep(self.spec.off)
         if client_name is not None:

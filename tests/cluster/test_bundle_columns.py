@@ -79,6 +79,9 @@ class _ReadsEveryBundle(strategies.BasePlacementStrategy):
     """A user strategy that reads other bundles' windows: the columns must all be synced for it."""
 
     def select_broker(self, candidates, bundle_to_assign, load_data, conf):  # type: ignore[no-untyped-def]
+        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
+
+    def select_broker_explained(self, candidates, bundle_name, bundle_to_assign, load_data, conf):  # type: ignore[no-untyped-def]
         totals = {b: 0.0 for b in candidates}
         for broker, data in load_data.broker_data.items():
             if broker in totals:
@@ -86,8 +89,7 @@ class _ReadsEveryBundle(strategies.BasePlacementStrategy):
                     known = load_data.bundle_data.get(bundle)
                     if known is not None:
                         totals[broker] += known.short_term_data.msg_rate_in + known.long_term_data.num_samples
-        self.last_scores = totals
-        return min(sorted(totals), key=lambda b: totals[b]) if totals else None
+        return strategies.Selection(min(sorted(totals), key=lambda b: totals[b]) if totals else None, totals)
 
 
 def _managers(literal: bool, persisted: dict[str, BundleData], strategy: str = "LeastLongTermMessageRate"

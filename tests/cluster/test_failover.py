@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from emulator.cluster.events import Assignment
 from emulator.cluster.messages import HandleKind
 from emulator.testing import emulated_cluster
 
@@ -77,8 +78,8 @@ async def _decision_trace(seed: int) -> list[tuple]:
     async with emulated_cluster(4, seed=seed, namespaces={NS: 16}) as cluster:
         t0 = cluster.system.clock.now()   # both runs share the test's loop: compare relative times
         cluster.events.subscribe(
-            lambda e: trace.append((round(e["t"] - t0, 6), e["bundle"], e["broker"]))
-            if e.kind == "assignment" else None)
+            lambda e: trace.append((round(e.t - t0, 6), e.bundle, e.broker))
+            if isinstance(e, Assignment) else None)
         await cluster.wait_for_leader()
         clients = [cluster.add_client() for _ in range(3)]
         all_topics = topics(400)

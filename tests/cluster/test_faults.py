@@ -83,7 +83,8 @@ async def test_a_builtin_strategy_that_raises_is_an_emulator_bug_not_a_user_faul
     def broken(self, *args, **kwargs):
         raise KeyError("built-in bug")
 
-    monkeypatch.setattr(LeastLongTermMessageRate, "select_broker", broken)
+    # the leader asks a built-in for its scores too, through select_broker_explained
+    monkeypatch.setattr(LeastLongTermMessageRate, "select_broker_explained", broken)
     with pytest.raises(ActorFailed, match="built-in bug"):
         async with emulated_cluster(3, seed=3) as cluster:
             client = cluster.add_client()

@@ -9,6 +9,7 @@ from emulator.cluster.cluster import ClusterSettings
 from emulator.cluster.latency import Constant, Latencies, LatencySampler, LogNormal, Uniform
 from emulator.model.config import ServiceConfig
 from emulator.testing import emulated_cluster
+from emulator.cluster.events import HandleConnected, HandleReconnected
 
 NS = "public/default"
 LOAD = 1.0   # seconds per topic load in these tests: large, so the waves are plain to see
@@ -31,8 +32,8 @@ async def connect_and_unload(limit: int, n: int = 6, *, topic_load: object = Con
                                 settings=settings(topic_load=topic_load)) as cluster:
         connected: list[float] = []
         downs: list[float] = []
-        cluster.events.subscribe(lambda e: connected.append(e["t"]) if e.kind == "handle_connected"
-                                 else downs.append(e["unavailable"]) if e.kind == "handle_reconnected"
+        cluster.events.subscribe(lambda e: connected.append(e.t) if isinstance(e, HandleConnected)
+                                 else downs.append(e.unavailable) if isinstance(e, HandleReconnected)
                                  else None)
         client = cluster.add_client()
         start = cluster.system.clock.now()

@@ -10,6 +10,7 @@ import pytest
 
 from emulator.cluster import paths
 from emulator.cluster.bundle_owner import BundleOwner
+from emulator.cluster.events import LoadReportWritten
 from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import Attach, Detach, HandleKind
 from emulator.model.loaddata import BundleData, LocalBrokerData
@@ -28,7 +29,7 @@ async def test_reports_are_written_on_change_and_at_least_every_15_minutes():
     async with emulated_cluster(3, seed=31, namespaces={NS: 6}) as cluster:
         reports = collections.defaultdict(list)
         cluster.events.subscribe(
-            lambda e: reports[e["broker"]].append(e["t"]) if e.kind == "load_report" else None)
+            lambda e: reports[e.broker].append(e.t) if isinstance(e, LoadReportWritten) else None)
         client = cluster.add_client()
         client.create_handles(topics(60))
         await cluster.wait_until(lambda: client.connected_count() == 60)

@@ -8,6 +8,7 @@ import pytest
 
 from emulator.model.config import ServiceConfig
 from emulator.testing import emulated_cluster
+from emulator.cluster.events import SessionLost, SessionReestablished
 
 NS = "public/default"
 
@@ -26,11 +27,12 @@ async def test_session_expiry_with_reconnect_policy_revalidates_the_brokers_lock
         victim = next(b for b in sorted(set(cluster.ownership().values())) if b != leader)
         mine = sorted(k for k, v in cluster.ownership().items() if v == victim)
         seen = []
-        cluster.events.subscribe(lambda e: seen.append(e) if e.kind.startswith("session_") else None)
+        cluster.events.subscribe(
+            lambda e: seen.append(e) if isinstance(e, (SessionLost, SessionReestablished)) else None)
         assert await cluster.expire_session(victim)
         await anyio.sleep(1)
-        assert [e.kind for e in seen] == ["session_lost", "session_reestablished"]
-        assert seen[1]["lost_bundles"] == []
+        assert [type(e) for e in seen] == [SessionLost, SessionReestablished]
+        assert seen[1].lost_bundles == []
         # the broker re-created its ownership and registration nodes under a new session
         assert sorted(k for k, v in cluster.ownership().items() if v == victim) == mine
         assert victim in cluster.store.peek_children("/loadbalance/brokers")

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from emulator.cluster.cluster import ClusterSettings
+from emulator.cluster.events import LeaderDecision, SheddingPlan, Unload
 from emulator.cluster.load_source import FlatLoad
 from emulator.model.config import ServiceConfig
 from emulator.testing import emulated_cluster
@@ -20,11 +21,9 @@ def topics(n: int, prefix: str = "t") -> list[str]:
     return [f"persistent://{NS}/{prefix}-{i}" for i in range(n)]
 
 
-def decisions(cluster, kind: str | None = None) -> list[dict]:
-    out: list[dict] = []
-    cluster.events.subscribe(
-        lambda e: out.append(e) if e.kind == "decision" and (kind is None or e["decision"] == kind)
-        else None)
+def decisions(cluster, kind: type[LeaderDecision] = LeaderDecision) -> list:
+    out: list = []
+    cluster.events.subscribe(lambda e: out.append(e) if isinstance(e, kind) else None)
     return out
 
 
@@ -36,7 +35,7 @@ def hot_broker_load() -> FlatLoad:
 @pytest.mark.asyncio
 async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
     async with emulated_cluster(5, seed=51, namespaces={NS: 16}, load_source=hot_broker_load()) as cluster:
-        unloads = decisions(cluster, "unload")
+        unloads = decisions(cluster, Unload)
         client = cluster.add_client()
         client.create_handles(topics(400))
         await cluster.wait_until(lambda: client.connected_count() == 400, timeout=120)
@@ -50,16 +49,16 @@ async def test_a_hot_broker_sheds_to_cold_ones_and_the_cluster_settles():
         await anyio.sleep(40 * 60)
         # the 1-core broker was shed; every unload came from a broker the shedder saw above
         # avg + 10 % (placement may first pile bundles on the leader, so it can be shed too)
-        assert HOT in {d["broker"] for d in unloads}
+        assert HOT in {d.broker for d in unloads}
         plans = {round(p["t"], 6): p for p in cluster.decision_log.of("shedding_plan")}
         for d in unloads:
-            plan = max((p for t, p in plans.items() if t <= d["t"]), key=lambda p: p["t"])
+            plan = max((p for t, p in plans.items() if t <= d.t), key=lambda p: p["t"])
             ex = plan["explanation"]
-            assert ex["brokers"][d["broker"]]["hist"] >= ex["avg"] + ex["threshold"]
-            assert d["destination"] != d["broker"]
+            assert ex["brokers"][d.broker]["hist"] >= ex["avg"] + ex["threshold"]
+            assert d.destination != d.broker
         # the destination chosen by selectBroker is where the bundle landed (unless moved again)
         owners = cluster.ownership()
-        last_move = {d["bundle"]: d["destination"] for d in unloads}
+        last_move = {d.bundle: d.destination for d in unloads}
         assert all(owners[b] == dest for b, dest in last_move.items())
         # settled: nothing more to shed in the last 10 minutes
         late = len(unloads)
@@ -95,8 +94,7 @@ def _record_plans(monkeypatch):
     def init(self, *a, **kw):
         original(self, *a, **kw)
         self._test_plans = []
-        self.events.subscribe(lambda e: self._test_plans.append(e)
-                              if e.kind == "decision" and e["decision"] == "shedding_plan" else None)
+        self.events.subscribe(lambda e: self._test_plans.append(e) if isinstance(e, SheddingPlan) else None)
 
     monkeypatch.setattr(cluster_mod.Cluster, "__init__", init)
 
@@ -109,14 +107,14 @@ async def test_the_grace_period_stops_an_immediate_re_unload():
     load = FlatLoad(rate=10.0, msg_size=1024, cores=1,
                     topic_rates={t: 2000.0 for t in hot_topics})
     async with emulated_cluster(2, seed=52, namespaces={NS: 4}, conf=conf, load_source=load) as cluster:
-        unloads = decisions(cluster, "unload")
+        unloads = decisions(cluster, Unload)
         client = cluster.add_client()
         client.create_handles(hot_topics + topics(60, "cold"))
         await cluster.wait_until(lambda: client.connected_count() == 120, timeout=120)
         await anyio.sleep(45 * 60)
         by_bundle = collections.defaultdict(list)
         for d in unloads:
-            by_bundle[d["bundle"]].append(d["t"])
+            by_bundle[d.bundle].append(d.t)
         assert unloads
         for bundle, times in by_bundle.items():
             for a, b in zip(times, times[1:]):
@@ -128,13 +126,13 @@ async def test_the_leader_dies_mid_shedding_and_the_next_leader_carries_on():
     settings = ClusterSettings(bundle_close_time=5.0)   # an unload in flight when the leader dies
     async with emulated_cluster(5, seed=53, namespaces={NS: 16}, load_source=hot_broker_load(),
                                 settings=settings) as cluster:
-        unloads = decisions(cluster, "unload")
+        unloads = decisions(cluster, Unload)
         plans = cluster._test_plans
         client = cluster.add_client()
         client.create_handles(topics(400))
         await cluster.wait_until(lambda: client.connected_count() == 400, timeout=120)
         first = cluster.leader()
-        await cluster.wait_until(lambda: any(p["plan"] for p in plans), timeout=30 * 60, poll=0.5)
+        await cluster.wait_until(lambda: any(p.plan for p in plans), timeout=30 * 60, poll=0.5)
         await anyio.sleep(1.0)          # inside the first unload of the cycle
         assert not unloads, "the first unload should still be in flight"
         assert first != HOT
@@ -149,11 +147,11 @@ async def test_the_leader_dies_mid_shedding_and_the_next_leader_carries_on():
         # these 20 minutes; with reports a stats period behind, the 1-core broker ends the failover
         # with two bundles whose offload share is under the 10 MB minimum, so the new leader, rightly,
         # skips it: `below_min_throughput`.)
-        later_plans = [p for p in plans if p["t"] > killed_at]
+        later_plans = [p for p in plans if p.t > killed_at]
         assert len(later_plans) >= 15, "the new leader never ran its shedding cycle"
         for p in later_plans:
-            hot = p["explanation"]["brokers"][HOT]
-            assert any(b == HOT for b, _ in p["plan"]) or hot.get("skip"), p
+            hot = p.explanation["brokers"][HOT]
+            assert any(b == HOT for b, _ in p.plan) or hot.get("skip"), p
         later = unloads[n_before:]
-        assert all(d["t"] > killed_at for d in later)
+        assert all(d.t > killed_at for d in later)
         await cluster.wait_until(lambda: client.connected_count() == 400, timeout=600)

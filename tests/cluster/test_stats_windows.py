@@ -14,6 +14,7 @@ from emulator.cluster.stats_window import BrokerWindows
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage, default_bundle_stats
 from emulator.testing import emulated_cluster
+from emulator.cluster.events import BundleSplit, LoadReportWritten
 
 NS = "public/default"
 
@@ -187,7 +188,7 @@ async def test_a_hot_bundle_splits_at_the_first_check_that_sees_it_and_children_
                                 load_source=FlatLoad(rate=100.0)) as cluster:
         events: list = []
         cluster.events.subscribe(lambda e: events.append(e)
-                                 if e.kind in ("load_report", "bundle_split") else None)
+                                 if isinstance(e, (LoadReportWritten, BundleSplit)) else None)
         client = cluster.add_client()
         client.create_handles(topics(30))
         await cluster.wait_until(lambda: client.connected_count() == 30)
@@ -195,15 +196,15 @@ async def test_a_hot_bundle_splits_at_the_first_check_that_sees_it_and_children_
         owner = cluster.owner_of(parent)
         leader = cluster.brokers[cluster.leader()].leader_actor
         # poll the leader's view of the children from the split on
-        await cluster.wait_until(lambda: any(e.kind == "bundle_split" for e in events), timeout=70)
-        split = next(e for e in events if e.kind == "bundle_split")
+        await cluster.wait_until(lambda: any(isinstance(e, BundleSplit) for e in events), timeout=70)
+        split = next(e for e in events if isinstance(e, BundleSplit))
         # the first report of the owner that lists 30 topics is the first the leader could act on;
         # the split follows it in the same updateAll, not after N more checks
-        first_report = next(e for e in events if e.kind == "load_report" and e["broker"] == owner
-                            and e["bundles"] >= 1)
-        assert split["t"] - first_report["t"] < 1.0
-        assert first_report["t"] >= cluster.brokers[owner].windows.stats_updated_at - 60.0
-        children = split["children"]
+        first_report = next(e for e in events if isinstance(e, LoadReportWritten) and e.broker == owner
+                            and e.bundles >= 1)
+        assert split.t - first_report.t < 1.0
+        assert first_report.t >= cluster.brokers[owner].windows.stats_updated_at - 60.0
+        children = split.children
         views: dict[str, list[tuple[float, bool, tuple[int, float] | None]]] = {c: [] for c in children}
         t_end = cluster.system.clock.now() + 200
         while cluster.system.clock.now() < t_end:
@@ -228,8 +229,8 @@ async def test_a_hot_bundle_splits_at_the_first_check_that_sees_it_and_children_
             w = cluster.brokers[owner_c].windows
             period = cluster.conf.stats_update_frequency_in_secs
             first_update = w.stats_updated_at - period * math.floor(
-                (w.stats_updated_at - split["t"] - 1e-6) / period)
-            assert first_update > split["t"]
+                (w.stats_updated_at - split.t - 1e-6) / period)
+            assert first_update > split.t
             assert first_update <= t_first <= first_update + cluster.settings.report_interval + 0.5
 
 

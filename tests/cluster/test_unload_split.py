@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from emulator.cluster.cluster import ClusterSettings
+from emulator.cluster.events import BundleSplit, BundleUnloaded, HandleReconnected
 from emulator.cluster.messages import LookupTopic, LookupType, ServerError
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig
@@ -23,7 +24,7 @@ def topics(n: int, prefix: str = "t") -> list[str]:
 def track_unavailability(cluster) -> list[float]:
     downs: list[float] = []
     cluster.events.subscribe(
-        lambda e: downs.append(e["unavailable"]) if e.kind == "handle_reconnected" else None)
+        lambda e: downs.append(e.unavailable) if isinstance(e, HandleReconnected) else None)
     return downs
 
 
@@ -114,13 +115,13 @@ async def test_a_hot_bundle_splits_automatically_and_its_children_land_on_differ
     conf = ServiceConfig(load_balancer_namespace_bundle_max_topics=20)
     async with emulated_cluster(3, seed=45, namespaces={NS: 1}, conf=conf) as cluster:
         splits = []
-        cluster.events.subscribe(lambda e: splits.append(e) if e.kind == "bundle_split" else None)
+        cluster.events.subscribe(lambda e: splits.append(e) if isinstance(e, BundleSplit) else None)
         client = cluster.add_client()
         client.create_handles(topics(30))
         await cluster.wait_until(lambda: client.connected_count() == 30)
         # the owner's first stats update (<= 60 s) lists the 30 topics, its next report (5 s) the leader
         await cluster.wait_until(lambda: len(splits) >= 1, timeout=70)
-        assert splits[0]["bundle"] == f"{NS}/0x00000000_0xffffffff"
+        assert splits[0].bundle == f"{NS}/0x00000000_0xffffffff"
         await cluster.wait_until(lambda: client.connected_count() == 30
                                  and len(cluster.ownership()) == 2, timeout=120)
         owners = cluster.ownership()
@@ -192,8 +193,8 @@ async def test_unload_namespace_unloads_every_bundle_and_all_producers_come_back
         client.create_handles(topics(60))
         await cluster.wait_until(lambda: client.connected_count() == 60)
         unloaded = []
-        cluster.events.subscribe(lambda e: unloaded.append(e["bundle"])
-                                 if e.kind == "bundle_unloaded" else None)
+        cluster.events.subscribe(lambda e: unloaded.append(e.bundle)
+                                 if isinstance(e, BundleUnloaded) else None)
         results = await cluster.unload_namespace(NS)
         assert len(results) == 6 and all(r.ok for r in results)
         assert sorted(unloaded) == sorted((await cluster.namespace_bundles(NS)).names)

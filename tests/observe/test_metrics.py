@@ -9,6 +9,7 @@ import anyio
 import prometheus_client
 import pytest
 
+from emulator.cluster.events import HandleReconnected
 from emulator.cluster.load_source import FlatLoad
 from emulator.model.config import ServiceConfig
 from emulator.observe.metrics import ClusterMetrics
@@ -163,8 +164,8 @@ async def test_counters_match_the_decision_log():
     load = FlatLoad(rate=800.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
     async with emulated_cluster(5, seed=51, namespaces={NS: 16}, conf=conf, load_source=load) as cluster:
         metrics = ClusterMetrics(cluster)
-        reconnected: list[dict] = []
-        cluster.events.subscribe(lambda e: reconnected.append(e) if e.kind == "handle_reconnected" else None)
+        reconnected: list[HandleReconnected] = []
+        cluster.events.subscribe(lambda e: reconnected.append(e) if isinstance(e, HandleReconnected) else None)
         client = cluster.add_client()
         client.create_handles(topics(400))
         await cluster.wait_until(lambda: client.connected_count() == 400, timeout=120)
@@ -193,7 +194,7 @@ async def test_counters_match_the_decision_log():
         assert metrics.value("pulsar_lb_emulator_reconnects_total") == len(reconnected) > 0
         assert metrics.value("pulsar_lb_emulator_disconnected_handles") == 0
         assert metrics.value("pulsar_lb_emulator_unavailable_topic_seconds_total") == pytest.approx(
-            sum(e["unavailable"] for e in reconnected))
+            sum(e.unavailable for e in reconnected))
         assert metrics.value("pulsar_lb_emulator_reconnect_latency_seconds_count") == len(reconnected)
         plans = len(log.of("shedding_plan"))
         assert 0 < metrics.value("pulsar_lb_emulator_load_report_age_seconds_count") <= plans * 5
@@ -279,7 +280,11 @@ async def test_two_clusters_in_one_process_have_separate_registries():
 def test_recorder_rows_are_the_samples_prometheus_client_makes():
     """The recorder's light families give the same sample names, labels and values, in order."""
     from prometheus_client.core import (
-        CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, SummaryMetricFamily)
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+        SummaryMetricFamily,
+    )
 
     from emulator.observe.metrics import _ROWS
 

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import math
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 
-from emulator.cluster.events import ClusterEvents
+from emulator.cluster.events import (
+    ClusterEvents,
+    HandleClosed,
+    HandleConnected,
+    HandleDisconnected,
+    HandleEvent,
+    HandleReconnected,
+)
 from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import HandleKind
 from emulator.model.publish_latency import (
@@ -46,20 +54,21 @@ def _fake_cluster(rate: float = 1000.0, msg_size: int = 1024, send_timeout: floa
                            clock=clock)
 
 
-def _emit(cluster: SimpleNamespace, t: float, kind: str, handle: int = 1, **fields: object) -> None:
+def _emit(cluster: SimpleNamespace, t: float, kind: type[HandleEvent], handle: int = 1,
+          **fields: Any) -> None:
     cluster.clock.t = t
-    cluster.events.emit(kind, client="c", topic=fields.pop("topic", TOPIC), handle=handle, **fields)
+    cluster.events.emit(kind(client="c", topic=fields.pop("topic", TOPIC), handle=handle, **fields))
 
 
 def _outage(cluster: SimpleNamespace, start: float, length: float, handle: int = 1) -> None:
-    _emit(cluster, start, "handle_disconnected", handle, reason="closed by broker")
-    _emit(cluster, start + length, "handle_reconnected", handle, broker="b1", unavailable=length)
+    _emit(cluster, start, HandleDisconnected, handle, reason="closed by broker")
+    _emit(cluster, start + length, HandleReconnected, handle, broker="b1", unavailable=length)
 
 
 def test_a_two_second_outage_at_1000_msg_s_puts_p9999_past_1_9_s_and_leaves_p50_at_the_base():
     cluster = _fake_cluster(rate=1000.0)
     acc = PublishAccounting(cluster)
-    _emit(cluster, 0.0, "handle_connected", broker="b1")
+    _emit(cluster, 0.0, HandleConnected, broker="b1")
     _outage(cluster, 100.0, 2.0)
     cluster.clock.t = 600.0
     base = acc.base
@@ -75,7 +84,7 @@ def test_a_two_second_outage_at_1000_msg_s_puts_p9999_past_1_9_s_and_leaves_p50_
 def test_without_an_outage_every_quantile_is_the_base_latency():
     cluster = _fake_cluster(rate=1000.0)
     acc = PublishAccounting(cluster)
-    _emit(cluster, 0.0, "handle_connected", broker="b1")
+    _emit(cluster, 0.0, HandleConnected, broker="b1")
     line = acc.stats(60.0).cluster
     assert [line.p50, line.p99, line.p999, line.p9999] == pytest.approx(
         [acc.base.quantile(p) for p in QUANTILES], rel=1e-6)
@@ -86,7 +95,7 @@ def test_sends_past_send_timeout_fail_in_batches_of_the_whole_queue():
     # at 1,000 msg/s fails what was sent in [0, 30) and [30, 60); the last 10 s wait for the reconnect
     cluster = _fake_cluster(rate=1000.0, send_timeout=30.0)
     acc = PublishAccounting(cluster)
-    _emit(cluster, 0.0, "handle_connected", broker="b1")
+    _emit(cluster, 0.0, HandleConnected, broker="b1")
     _outage(cluster, 100.0, 70.0)
     line = acc.stats(400.0).cluster
     assert line.failed_timeout == pytest.approx(60_000.0)
@@ -99,8 +108,8 @@ def test_sends_past_send_timeout_fail_in_batches_of_the_whole_queue():
 def test_an_outage_still_running_counts_its_timed_out_batches_only():
     cluster = _fake_cluster(rate=100.0)
     acc = PublishAccounting(cluster)
-    _emit(cluster, 0.0, "handle_connected", broker="b1")
-    _emit(cluster, 10.0, "handle_disconnected", reason="connection dropped")
+    _emit(cluster, 0.0, HandleConnected, broker="b1")
+    _emit(cluster, 10.0, HandleDisconnected, reason="connection dropped")
     line = acc.stats(45.0).cluster
     assert line.failed_timeout == pytest.approx(3000.0)     # [10, 40) failed at 40; [40, 45) pending
     assert line.messages == pytest.approx(1000.0)           # only what was acked before the outage
@@ -119,9 +128,9 @@ def test_a_full_queue_refuses_sends_at_once():
 def test_a_producer_closed_while_disconnected_fails_its_pending_messages():
     cluster = _fake_cluster(rate=100.0)
     acc = PublishAccounting(cluster)
-    _emit(cluster, 0.0, "handle_connected", broker="b1")
-    _emit(cluster, 10.0, "handle_disconnected", reason="closed by broker")
-    _emit(cluster, 15.0, "handle_closed", reason="application")
+    _emit(cluster, 0.0, HandleConnected, broker="b1")
+    _emit(cluster, 10.0, HandleDisconnected, reason="closed by broker")
+    _emit(cluster, 15.0, HandleClosed, reason="application")
     line = acc.stats(20.0).cluster
     assert line.failed_closed == pytest.approx(500.0)
     assert line.messages == pytest.approx(1000.0)           # nothing published after the close
@@ -132,8 +141,8 @@ def test_consumers_publish_nothing_and_producers_share_their_topic():
                                                 3: HandleKind.CONSUMER})
     acc = PublishAccounting(cluster)
     for hid in (1, 2, 3):
-        _emit(cluster, 0.0, "handle_connected", hid, broker="b1")
-    _emit(cluster, 50.0, "handle_disconnected", 3, reason="closed by broker")   # a consumer: no effect
+        _emit(cluster, 0.0, HandleConnected, hid, broker="b1")
+    _emit(cluster, 50.0, HandleDisconnected, 3, reason="closed by broker")   # a consumer: no effect
     _outage(cluster, 100.0, 70.0, handle=1)   # half the topic's messages wait
     line = acc.stats(200.0).cluster
     assert line.failed_timeout == pytest.approx(30_000.0)
@@ -200,8 +209,8 @@ async def test_the_histogram_is_exported_with_pulsars_buckets_and_a_crash_shows_
     async with emulated_cluster(2, seed=6, namespaces={NS: 2}, load_source=FlatLoad(rate=1000.0)) as cluster:
         metrics = ClusterMetrics(cluster)
         outages: list[float] = []
-        cluster.events.subscribe(lambda e: outages.append(e["unavailable"])
-                                 if e.kind == "handle_reconnected" else None)
+        cluster.events.subscribe(lambda e: outages.append(e.unavailable)
+                                 if isinstance(e, HandleReconnected) else None)
         client = cluster.add_client()
         names = [f"persistent://{NS}/p-{i}" for i in range(10)]
         client.create_handles(names)
@@ -275,7 +284,11 @@ def test_a_recorded_crash_run_puts_the_quantiles_in_the_summary_and_publish_json
 
 
 def test_the_tabulated_mixture_gives_the_exact_quantiles_to_half_a_percent():
-    from emulator.model.publish_latency import PUBLISH_LATENCY_BUCKETS, TabulatedMixture, mixture_cdf
+    from emulator.model.publish_latency import (
+        PUBLISH_LATENCY_BUCKETS,
+        TabulatedMixture,
+        mixture_cdf,
+    )
 
     base = BaseLatency()
     rng = np.random.default_rng(11)

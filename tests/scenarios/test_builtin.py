@@ -9,6 +9,17 @@ from typing import Any
 
 import pytest
 
+from emulator.cluster.events import (
+    Assignment,
+    BrokerStarted,
+    BrokerStopped,
+    BundleSplit,
+    Event,
+    HandleClosed,
+    LeaderElected,
+    LoadReportWritten,
+    WarmStarted,
+)
 from emulator.model.bundles import parse_bundle, topic_hash
 from emulator.observe.summary import format_summary
 from emulator.runtime import VirtualClock
@@ -20,9 +31,9 @@ from tests.workload.harness import observed
 MIN = 60.0
 
 
-def collect(cluster: Any, *kinds: str) -> list[dict]:
-    out: list[dict] = []
-    cluster.events.subscribe(lambda e: out.append(e) if e.kind in kinds else None)
+def collect(cluster: Any, *types: type[Event]) -> list[Any]:
+    out: list[Any] = []
+    cluster.events.subscribe(lambda e: out.append(e) if isinstance(e, types) else None)
     return out
 
 
@@ -115,17 +126,17 @@ def _contains(bundle: str, topic: str) -> bool:
 @pytest.mark.asyncio
 async def test_hot_topic__its_bundle_splits_again_and_again():
     async with observed(library.load("hot-topic")) as run:
-        splits = collect(run.cluster, "bundle_split")
+        splits = collect(run.cluster, BundleSplit)
         # The first split waits for the bundle's long-term rate to pass 30,000 msg/s, and the leader
         # adds a sample only per report notification: with reports rebuilt once per 60 s stats
         # update, and written only on a > 10 % change, that is ~15 minutes after the jump (a few
         # minutes with instant stats and a report every 5 s); each child splits a stats period later.
         await run.sleep_until(30 * MIN)
         assert len(splits) >= 4
-        assert all(_contains(e["bundle"], HOT) for e in splits), "a split that was not the hot chain"
-        assert all(e["t"] > run.t0 + 5 * MIN for e in splits)   # nothing before the topic got hot
+        assert all(_contains(e.bundle, HOT) for e in splits), "a split that was not the hot chain"
+        assert all(e.t > run.t0 + 5 * MIN for e in splits)   # nothing before the topic got hot
         # each split cut the previous child: a chain of nested ranges around the hot topic
-        widths = [parse_bundle(e["bundle"])[2] - parse_bundle(e["bundle"])[1] for e in splits]
+        widths = [parse_bundle(e.bundle)[2] - parse_bundle(e.bundle)[1] for e in splits]
         assert widths == sorted(widths, reverse=True)
         assert len(run.cluster.ownership()) == 4 + len(splits)
 
@@ -152,11 +163,11 @@ async def test_scale_up__new_brokers_take_bundles_from_the_busy_ones():
 @pytest.mark.asyncio
 async def test_scale_down__graceful_removal_moves_every_bundle_with_short_outages():
     async with observed(library.load("scale-down")) as run:
-        stopped = collect(run.cluster, "broker_stopped")
+        stopped = collect(run.cluster, BrokerStopped)
         await run.sleep_until(20 * MIN)
-        assert [e["broker"] for e in stopped] == [f"broker-{i}:8080" for i in (6, 7, 8)]
-        assert all(e["graceful"] for e in stopped)
-        assert stopped[0]["t"] < stopped[1]["t"] < stopped[2]["t"]   # one after the other
+        assert [e.broker for e in stopped] == [f"broker-{i}:8080" for i in (6, 7, 8)]
+        assert all(e.graceful for e in stopped)
+        assert stopped[0].t < stopped[1].t < stopped[2].t   # one after the other
         s = run.summary()
         assert s.brokers_live == 5 and s.bundles == 32
         assert set(run.cluster.ownership().values()) <= set(run.cluster.live_brokers())
@@ -169,13 +180,13 @@ async def test_scale_down__graceful_removal_moves_every_bundle_with_short_outage
 
 async def _placements_after_removal(overrides: dict[str, str]) -> collections.Counter[str]:
     async with observed(without_latencies(library.load("overloading")), overrides=overrides) as run:
-        assignments = collect(run.cluster, "assignment")
+        assignments = collect(run.cluster, Assignment)
         await run.sleep_until(10 * MIN)
         n = len(assignments)
         await run.sleep_until(11 * MIN)
         removed = {f"broker-{i}:8080" for i in (9, 10, 11)}
         assert not removed & set(run.cluster.live_brokers())
-        return collections.Counter(a["broker"] for a in assignments[n:])
+        return collections.Counter(a.broker for a in assignments[n:])
 
 
 @pytest.mark.asyncio
@@ -198,11 +209,11 @@ async def test_overloading__without_preallocation_they_pile_onto_one_broker():
 @pytest.mark.asyncio
 async def test_rolling_restart__the_last_restarted_broker_stays_idle():
     async with observed(without_latencies(library.load("rolling-restart"))) as run:
-        started = collect(run.cluster, "broker_started")
+        started = collect(run.cluster, BrokerStarted)
         await run.sleep_until(25 * MIN)
-        assert sorted(e["broker"] for e in started) == [f"broker-{i}:8080" for i in range(1, 7)]
+        assert sorted(e.broker for e in started) == [f"broker-{i}:8080" for i in range(1, 7)]
         last = started[-1]
-        assert last["broker"] == "broker-6:8080"
+        assert last.broker == "broker-6:8080"
         owners = collections.Counter(run.cluster.ownership().values())
         assert owners["broker-6:8080"] == 0
         assert all(owners[b] > 0 for b in run.cluster.live_brokers() if b != "broker-6:8080")
@@ -212,18 +223,18 @@ async def test_rolling_restart__the_last_restarted_broker_stays_idle():
 @pytest.mark.asyncio
 async def test_leader_failover__a_new_leader_after_session_expiry_and_shedding_goes_on():
     async with observed(library.load("leader-failover")) as run:
-        elected = collect(run.cluster, "leader_elected")
+        elected = collect(run.cluster, LeaderElected)
         old = run.cluster.leader()
         await run.sleep_until(14 * MIN)
         assert len(elected) == 1
         new = elected[0]
-        assert new["broker"] != old
+        assert new.broker != old
         session = run.cluster.conf.metadata_store_session_timeout_millis / 1000
         # heartbeats go every third of the timeout: the session ends 2/3 to 1 timeout after the kill
-        assert run.t0 + 10 * MIN + session * 2 / 3 - 1e-6 <= new["t"] <= run.t0 + 10 * MIN + session + 10
-        plans = [p for p in decisions(run, "shedding_plan") if p["t"] > new["t"]]
+        assert run.t0 + 10 * MIN + session * 2 / 3 - 1e-6 <= new.t <= run.t0 + 10 * MIN + session + 10
+        plans = [p for p in decisions(run, "shedding_plan") if p["t"] > new.t]
         assert len(plans) >= 2
-        assert old in run.cluster.live_brokers() and run.cluster.leader() == new["broker"]
+        assert old in run.cluster.live_brokers() and run.cluster.leader() == new.broker
         s = run.summary()
         assert s.handles_connected == s.handles
 
@@ -234,12 +245,12 @@ async def test_broker_crash__its_topics_wait_for_the_session_expiry_then_reconne
         await run.sleep_until(10 * MIN - 1)
         victim_topics = {t for o in run.cluster.brokers["broker-3:8080"].owned.values()
                          if o.actor is not None for t in o.actor.topics}
-        assignments = collect(run.cluster, "assignment")
+        assignments = collect(run.cluster, Assignment)
         await run.sleep_until(14 * MIN)
         session = run.cluster.conf.metadata_store_session_timeout_millis / 1000
         assert victim_topics and assignments
         # heartbeats go every third of the timeout: the session ends 2/3 to 1 timeout after the kill
-        assert min(a["t"] for a in assignments) >= run.t0 + 10 * MIN + session * 2 / 3
+        assert min(a.t for a in assignments) >= run.t0 + 10 * MIN + session * 2 / 3
         down = run.unavailable.per_topic(run.cluster.system.clock.now())
         assert set(down) == victim_topics                 # nobody else noticed
         assert min(down.values()) >= 2 * session * 2 / 3  # producer and consumer, each >= expiry
@@ -271,8 +282,8 @@ async def test_idle_new_broker__lower_boundary_shedding_fills_it():
 async def test_jittery_consumers__consumers_come_and_go_and_the_stats_period_hides_it():
     scenario = library.load("jittery-consumers")
     async with observed(scenario) as run:
-        closed = collect(run.cluster, "handle_closed")
-        reports = collect(run.cluster, "load_report")
+        closed = collect(run.cluster, HandleClosed)
+        reports = collect(run.cluster, LoadReportWritten)
         await run.sleep_until(10 * MIN)
         s = run.summary()
         assert len(closed) >= 9 * 0.3 * 600 * 2 * 0.9           # ~30 % of topics x 2 consumers a minute
@@ -282,8 +293,8 @@ async def test_jittery_consumers__consumers_come_and_go_and_the_stats_period_hid
         # carries the mean over the last 60 s stats period, and a 1-minute on/off cycle has the same
         # mean in every period: the reports stay still, as a steady cluster's do (with instant stats
         # each broker wrote about twice a minute)
-        late = [r for r in reports if r["t"] > run.t0 + 3 * MIN]
-        per_broker = collections.Counter(r["broker"] for r in late)
+        late = [r for r in reports if r.t > run.t0 + 3 * MIN]
+        per_broker = collections.Counter(r.broker for r in late)
         assert max(per_broker.values(), default=0) <= 2, per_broker
 
 
@@ -297,7 +308,7 @@ async def test_pip364_skewed__starts_at_2_5_warm_and_avg_shedder_evens_the_outer
             view = cluster.brokers[cluster.leader()].leader_actor.lm.load_data.broker_data
             return {b: d.local_data.msg_rate_in + d.local_data.msg_rate_out for b, d in view.items()}
 
-        cluster.events.subscribe(lambda e: start.update(rates()) if e.kind == "warm_start" else None)
+        cluster.events.subscribe(lambda e: start.update(rates()) if isinstance(e, WarmStarted) else None)
         await run.sleep_until(7 * MIN)
         assert max(start.values()) / min(start.values()) == pytest.approx(2.5, abs=0.1)
         assert not decisions(run, "unload")          # 8 low-threshold hits before the first move

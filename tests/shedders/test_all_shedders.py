@@ -65,7 +65,7 @@ def test_empty_load_data_gives_nothing(name: str) -> None:
     h = shedders.create(name, random.Random(1))
     for _ in range(3):
         assert h.find_bundles_for_unloading(LoadData(), CONF) == []
-        assert isinstance(h.last_explanation, dict)
+        assert isinstance(h.find_bundles_for_unloading_explained(LoadData(), CONF).explanation, dict)
 
 
 def test_deterministic_for_a_seeded_rng(name: str) -> None:
@@ -74,11 +74,10 @@ def test_deterministic_for_a_seeded_rng(name: str) -> None:
 
 def test_explanation_is_json_and_lists_the_selection(name: str) -> None:
     h = shedders.create(name, random.Random(2))
-    assert h.last_explanation is None
     ld = hot_and_cold()
     for _ in range(3):
-        out = h.find_bundles_for_unloading(ld, CONF)
-        e = h.last_explanation
+        plan = shedders.find_bundles_for_unloading_explained(h, ld, CONF)
+        out, e = plan.bundles, plan.explanation
         assert isinstance(e, dict) and e["shedder"] == name
         assert e["selected"] == [list(p) for p in out]
         json.dumps(e)  # plain dicts, lists, floats, str
@@ -99,3 +98,25 @@ def test_does_not_mutate_the_load_data(name: str) -> None:
     for _ in range(3):
         h.find_bundles_for_unloading(ld, CONF)
     assert msgspec.json.encode(ld, order="deterministic") == before
+
+
+def test_the_explained_plan_is_the_plain_one(name: str) -> None:
+    plain, explained = shedders.create(name, random.Random(3)), shedders.create(name, random.Random(3))
+    ld = hot_and_cold()
+    for _ in range(3):
+        out = plain.find_bundles_for_unloading(ld, CONF)
+        plan = shedders.find_bundles_for_unloading_explained(explained, ld, CONF)
+        assert plan.bundles == out and plan.explanation is not None
+        plain.on_unload_attempt_completed(out)
+        explained.on_unload_attempt_completed(plan.bundles)
+
+
+def test_a_subclass_that_overrides_the_plain_method_is_called_through_it() -> None:
+    from shedders.threshold_shedder import ThresholdShedder
+
+    class Nothing(ThresholdShedder):
+        def find_bundles_for_unloading(self, load_data, conf):  # type: ignore[no-untyped-def]
+            return []
+
+    assert shedders.find_bundles_for_unloading_explained(
+        Nothing(random.Random(0)), hot_and_cold(), CONF) == shedders.UnloadPlan([])

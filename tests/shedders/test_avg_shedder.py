@@ -109,16 +109,17 @@ def test_pairing_of_five_brokers_includes_the_middle_with_itself() -> None:
     below the low threshold 15, so it only clears b2's counters; with a low threshold of 0 it
     becomes a pair, and b2 gets two low hits in one call (one as min, one as max)."""
     s = shedder()
-    s.find_bundles_for_unloading(five_brokers(), CONF)
-    assert s.last_explanation["sorted"] == ["b1:1", "b4:1", "b2:1", "b3:1", "b0:1"]
-    pairs = [(p["min_broker"], p["max_broker"]) for p in s.last_explanation["pairs"]]
+    plan = s.find_bundles_for_unloading_explained(five_brokers(), CONF)
+    assert plan.explanation["sorted"] == ["b1:1", "b4:1", "b2:1", "b3:1", "b0:1"]
+    pairs = [(p["min_broker"], p["max_broker"]) for p in plan.explanation["pairs"]]
     assert pairs == [("b1:1", "b0:1"), ("b4:1", "b3:1")]
     assert s.hit_count_low == {"b1:1": 1, "b0:1": 1, "b4:1": 1, "b3:1": 1}
     assert s.hit_count_high == {"b1:1": 1, "b0:1": 1, "b4:1": 0, "b3:1": 0}  # 80 ≥ 40; 40 ≥ 40
 
     zero = shedder()
-    zero.find_bundles_for_unloading(five_brokers(), ServiceConfig(load_balancer_avg_shedder_low_threshold=0))
-    last = zero.last_explanation["pairs"][-1]
+    zero_plan = zero.find_bundles_for_unloading_explained(
+        five_brokers(), ServiceConfig(load_balancer_avg_shedder_low_threshold=0))
+    last = zero_plan.explanation["pairs"][-1]
     assert (last["min_broker"], last["max_broker"]) == ("b2:1", "b2:1")
     assert zero.hit_count_low["b2:1"] == 2
 
@@ -146,10 +147,11 @@ def test_throughput_when_the_msg_rate_is_too_small() -> None:
     )
     s = shedder()
     s.find_bundles_for_unloading(ld, HALF)
-    out = s.find_bundles_for_unloading(ld, HALF)
+    plan = s.find_bundles_for_unloading_explained(ld, HALF)
+    out = plan.bundles
     # msg: (1000 − 900) × 0.5 = 50 ≤ 1000 → throughput 15 MiB: 20 MiB too big, then 5 and 4 MiB.
     assert out == [("hi:1", "t/n/b"), ("hi:1", "t/n/c")]
-    assert s.last_explanation["pairs"][0]["metric"] == "throughput"
+    assert plan.explanation["pairs"][0]["metric"] == "throughput"
 
 
 def test_zero_traffic_and_recently_unloaded_bundles_are_not_selected() -> None:
@@ -176,8 +178,8 @@ def test_int_comparator_variant_ties_scores_less_than_one_point_apart() -> None:
     for flag, order, source in ((False, ["c:1", "b:1", "a:1"], "a:1"), (True, ["c:1", "a:1", "b:1"], "b:1")):
         conf = ServiceConfig(max_unload_percentage=0.5, emulator_avg_shedder_int_comparator=flag)
         s = shedder()
-        s.find_bundles_for_unloading(ld, conf)
-        assert s.last_explanation["sorted"] == order
+        plan = s.find_bundles_for_unloading_explained(ld, conf)
+        assert plan.explanation["sorted"] == order
         out = s.find_bundles_for_unloading(ld, conf)
         assert {b for b, _ in out} == {source}
 
@@ -188,9 +190,10 @@ def test_int_comparator_variant_ties_scores_less_than_one_point_apart() -> None:
 def test_plan_is_used_then_cleared_on_completion() -> None:
     s, ld = shedder(), three_brokers(80, 30)
     s.find_bundles_for_unloading(ld, HALF)
-    out = s.find_bundles_for_unloading(ld, HALF)
+    plan = s.find_bundles_for_unloading_explained(ld, HALF)
+    out = plan.bundles
     assert s.plan == {name: "broker2" for _, name in out}
-    assert s.last_explanation["plan"] == s.plan
+    assert plan.explanation["plan"] == s.plan
     s.on_unload_attempt_completed(out)
     assert s.plan == {}
     # Without a plan the bundle is placed at random: over many calls, more than one broker.

@@ -48,8 +48,9 @@ def test_no_brokers() -> None:  # Java: testNoBrokers
 def test_brokers_with_no_bundles() -> None:  # Java: testBrokersWithNoBundles
     ld = LoadData(broker_data={"broker-1": broker(bw_in=(999, 1000), bw_out=(999, 1000))})
     s = shedder()
-    assert s.find_bundles_for_unloading(ld, CONF) == []
-    assert s.last_explanation["brokers"]["broker-1"]["skip"] == "no_bundles"
+    plan = s.find_bundles_for_unloading_explained(ld, CONF)
+    assert plan.bundles == []
+    assert plan.explanation["brokers"]["broker-1"]["skip"] == "no_bundles"
 
 
 def test_broker_not_overloaded() -> None:  # Java: testBrokerNotOverloaded
@@ -66,16 +67,18 @@ def test_broker_with_single_bundle() -> None:  # Java: testBrokerWithSingleBundl
         bundle_data={"bundle-1": bundle(1000, 1000)},
     )
     s = shedder()
-    assert s.find_bundles_for_unloading(ld, CONF) == []
-    assert s.last_explanation["brokers"]["broker-1"]["skip"] == "sole_bundle"
+    plan = s.find_bundles_for_unloading_explained(ld, CONF)
+    assert plan.bundles == []
+    assert plan.explanation["brokers"]["broker-1"]["skip"] == "sole_bundle"
 
 
 def test_broker_with_multiple_bundles() -> None:  # Java: testBrokerWithMultipleBundles
     # usage 0.999 → offload 110 MiB × (0.999 − 0.85 + 0.05) ≈ 21.9 MiB: 20 MiB, then 18 MiB.
     s = shedder()
-    out = s.find_bundles_for_unloading(ten_bundles_on_broker_1(True), CONF)
+    plan = s.find_bundles_for_unloading_explained(ten_bundles_on_broker_1(True), CONF)
+    out = plan.bundles
     assert out == [("broker-1", "bundle-10"), ("broker-1", "bundle-9")]
-    info = s.last_explanation["brokers"]["broker-1"]
+    info = plan.explanation["brokers"]["broker-1"]
     assert info["min_offload"] == pytest.approx(110 * MIB * (0.999 - 0.85 + 0.05), rel=1e-6)
 
 
@@ -106,8 +109,9 @@ def test_at_least_one_bundle_even_when_nothing_is_required() -> None:
     ld = exactly((85, 100))
     ld.broker_data["b:1"].local_data.msg_throughput_in = 0.0
     s = shedder()
-    assert s.find_bundles_for_unloading(ld, CONF) == [("b:1", "t/n/b")]
-    assert s.last_explanation["brokers"]["b:1"]["min_offload"] == 0.0
+    plan = s.find_bundles_for_unloading_explained(ld, CONF)
+    assert plan.bundles == [("b:1", "t/n/b")]
+    assert plan.explanation["brokers"]["b:1"]["min_offload"] == 0.0
 
 
 def test_system_namespaces_are_never_shed() -> None:

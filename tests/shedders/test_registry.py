@@ -64,7 +64,6 @@ def test_rng_and_name_types() -> None:
 
 class Never(shedders.BaseShedder):
     def find_bundles_for_unloading(self, load_data, conf):  # type: ignore[no-untyped-def]
-        self.last_explanation = {}
         return []
 
 

@@ -152,9 +152,10 @@ def test_lower_boundary_shedding() -> None:  # Java: testLowerBoundaryShedding
     # avg = 80 × 10 / 11 = 72.7 %, so nobody reaches 82.7 %; broker-10 sits at 0 %.
     assert shedder().find_bundles_for_unloading(eleven_brokers(100, idle=10), CONF) == []
     s = shedder()
-    out = s.find_bundles_for_unloading(eleven_brokers(100, idle=10), LOWER)
+    plan = s.find_bundles_for_unloading_explained(eleven_brokers(100, idle=10), LOWER)
+    out = plan.bundles
     assert out == [("broker-0", "broker-0-bundle-0")]  # ties: first in map order, one 200 MiB bundle
-    assert s.last_explanation["lower_boundary"]["max_usage_broker"] == "broker-0"
+    assert plan.explanation["lower_boundary"]["max_usage_broker"] == "broker-0"
 
 
 def test_lower_boundary_shedding_no_broker_to_offload() -> None:  # Java: ...NoBrokerToOffload
@@ -198,15 +199,17 @@ def test_dead_zone_inside_avg_plus_minus_t() -> None:
         },
         bundle_data={f"t/n/{k}{i}": bundle(500 * MIB) for i in range(3) for k in "xy"},
     )
-    assert s.find_bundles_for_unloading(ld, LOWER) == []
-    assert s.last_explanation["lower_boundary"]["skip"] == "no_broker_below_lower_bound"
+    plan = s.find_bundles_for_unloading_explained(ld, LOWER)
+    assert plan.bundles == []
+    assert plan.explanation["lower_boundary"]["skip"] == "no_broker_below_lower_bound"
 
 
 def test_exactly_avg_plus_t_sheds_just_below_does_not() -> None:
     # 70 % and 50 %: avg 0.6, and 0.6 + 0.1 == 0.7, so `hist < avg + t` is false → shed.
     s = shedder()
-    assert s.find_bundles_for_unloading(two_brokers(70, 50), CONF) == [("a:1", "t/n/a0")]
-    assert s.last_explanation["brokers"]["a:1"]["min_offload"] == pytest.approx(400 * MIB * 0.05)
+    plan = s.find_bundles_for_unloading_explained(two_brokers(70, 50), CONF)
+    assert plan.bundles == [("a:1", "t/n/a0")]
+    assert plan.explanation["brokers"]["a:1"]["min_offload"] == pytest.approx(400 * MIB * 0.05)
     assert shedder().find_bundles_for_unloading(two_brokers(69.99, 50), CONF) == []
 
 
@@ -214,8 +217,9 @@ def test_min_throughput_guard_is_10_mib() -> None:
     # 70/50: min offload = thr × (0.7 − 0.6 − 0.1 + 0.05), which in doubles is 0.04999999999999997,
     # so 200 MiB/s gives a hair under 10 MiB and is skipped; 201 MiB/s sheds.
     s = shedder()
-    assert s.find_bundles_for_unloading(two_brokers(70, 50, thr_a=200 * MIB), CONF) == []
-    info = s.last_explanation["brokers"]["a:1"]
+    plan = s.find_bundles_for_unloading_explained(two_brokers(70, 50, thr_a=200 * MIB), CONF)
+    assert plan.bundles == []
+    info = plan.explanation["brokers"]["a:1"]
     assert info["skip"] == "below_min_throughput"
     assert info["min_offload"] == 200 * MIB * (0.7 - 0.6 - 0.1 + 0.05) < 10 * MIB
     assert shedder().find_bundles_for_unloading(two_brokers(70, 50, thr_a=201 * MIB), CONF) != []
@@ -232,9 +236,10 @@ def test_selects_biggest_first_until_the_minimum_is_covered() -> None:
 
 def test_average_zero_sheds_nothing_even_with_lower_boundary() -> None:
     s = shedder()
-    assert s.find_bundles_for_unloading(two_brokers(0, 0), LOWER) == []
-    assert s.last_explanation["skip"] == "average_usage_is_zero"
-    assert "lower_boundary" not in s.last_explanation
+    plan = s.find_bundles_for_unloading_explained(two_brokers(0, 0), LOWER)
+    assert plan.bundles == []
+    assert plan.explanation["skip"] == "average_usage_is_zero"
+    assert "lower_boundary" not in plan.explanation
 
 
 def test_lower_boundary_updates_the_ema_a_second_time() -> None:
@@ -246,11 +251,11 @@ def test_lower_boundary_updates_the_ema_a_second_time() -> None:
     ld.broker_data["broker-0"].local_data.bandwidth_in.usage = 50.0
     ld.broker_data["broker-0"].local_data.bandwidth_out.usage = 50.0
     once.find_bundles_for_unloading(ld, CONF)
-    twice.find_bundles_for_unloading(ld, LOWER)
+    twice_plan = twice.find_bundles_for_unloading_explained(ld, LOWER)
     step = 0.8 * 0.9 + (1 - 0.9) * 0.5
     assert once.history["broker-0"] == step
     assert twice.history["broker-0"] == step * 0.9 + (1 - 0.9) * 0.5
-    assert twice.last_explanation["hist_after"]["broker-0"] == twice.history["broker-0"]
+    assert twice_plan.explanation["hist_after"]["broker-0"] == twice.history["broker-0"]
 
 
 def test_recently_unloaded_and_system_bundles_are_skipped() -> None:
@@ -275,8 +280,8 @@ def test_on_active_brokers_change_drops_history_of_inactive_brokers() -> None:
 
 def test_explanation_names_the_numbers() -> None:
     s = shedder()
-    s.find_bundles_for_unloading(two_brokers(90, 10), CONF)
-    e = s.last_explanation
+    plan = s.find_bundles_for_unloading_explained(two_brokers(90, 10), CONF)
+    e = plan.explanation
     assert e["avg"] == pytest.approx(0.5) and e["threshold"] == 0.1
     a = e["brokers"]["a:1"]
     assert a["usage"] == 0.9 and a["hist"] == 0.9

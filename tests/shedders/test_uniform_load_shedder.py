@@ -126,8 +126,9 @@ def test_int_truncation_of_the_budget() -> None:
     """Budget (int)(1999.9 × 1.0) = 1999: a 1999.5 msg/s bundle does not fit, 1999.0 does."""
     conf = ServiceConfig(max_unload_percentage=1.0, **RATE_ONLY)
     s = shedder()
-    assert s.find_bundles_for_unloading(rate_pair(2999.9, [3000.0, 1999.5]), conf) == []
-    assert s.last_explanation["required"] == 1999
+    plan = s.find_bundles_for_unloading_explained(rate_pair(2999.9, [3000.0, 1999.5]), conf)
+    assert plan.bundles == []
+    assert plan.explanation["required"] == 1999
     out = shedder().find_bundles_for_unloading(rate_pair(2999.9, [1999.5, 1999.0]), conf)
     assert out == [("a:1", "t/n/1")]
 
@@ -136,16 +137,18 @@ def test_budget_shrinks_by_truncated_traffic() -> None:
     """1999 − (int)1000.7 = 999 (not 998.3): then 999.5 does not fit but 999.0 does."""
     conf = ServiceConfig(max_unload_percentage=1.0, **RATE_ONLY)
     s = shedder()
-    out = s.find_bundles_for_unloading(rate_pair(2999.9, [1000.7, 999.5, 999.0, 0.5]), conf)
+    plan = s.find_bundles_for_unloading_explained(rate_pair(2999.9, [1000.7, 999.5, 999.0, 0.5]), conf)
+    out = plan.bundles
     assert out == [("a:1", "t/n/0"), ("a:1", "t/n/2")]
-    assert s.last_explanation["remaining"] == 0  # 999 − (int)999.0, then 0.5 > 0
+    assert plan.explanation["remaining"] == 0  # 999 − (int)999.0, then 0.5 > 0
 
 
 def test_min_unload_message() -> None:
     conf = ServiceConfig(max_unload_percentage=1.0, **RATE_ONLY)
     s = shedder()
-    assert s.find_bundles_for_unloading(rate_pair(1999.9, [100.0, 100.0]), conf) == []  # 999 < 1000
-    assert s.last_explanation["skip"] == "below_min_unload"
+    plan = s.find_bundles_for_unloading_explained(rate_pair(1999.9, [100.0, 100.0]), conf)
+    assert plan.bundles == []  # 999 < 1000
+    assert plan.explanation["skip"] == "below_min_unload"
     assert shedder().find_bundles_for_unloading(rate_pair(2000.0, [100.0, 100.0]), conf) != []
 
 
@@ -160,8 +163,9 @@ def test_rate_trigger_wins_even_when_its_broker_cannot_shed() -> None:
         bundle_data={"t/n/c0": bundle(10 * MIB), "t/n/c1": bundle(10 * MIB)},
     )
     s = shedder()
-    assert s.find_bundles_for_unloading(ld, CONF) == []
-    e = s.last_explanation
+    plan = s.find_bundles_for_unloading_explained(ld, CONF)
+    assert plan.bundles == []
+    e = plan.explanation
     assert e["msg_rate_threshold_exceeded"] and e["throughput_threshold_exceeded"]
     assert e["source"] == "a:1" and e["skip"] == "sole_bundle"
     rate_off = ServiceConfig(load_balancer_msg_rate_difference_shedder_threshold=0.0)
@@ -172,9 +176,10 @@ def test_zero_min_counts_as_one_and_max_starts_at_minus_one() -> None:
     """All brokers idle: min 0 → 1.0, max 0 → difference −100 %, nothing fires."""
     ld = LoadData(broker_data={"a:1": broker(["t/n/a", "t/n/b"]), "b:1": broker()})
     s = shedder()
-    assert s.find_bundles_for_unloading(ld, CONF) == []
-    assert s.last_explanation["min_msg_rate"]["value"] == 1.0
-    assert s.last_explanation["msg_rate_difference_pct"] == -100.0
+    plan = s.find_bundles_for_unloading_explained(ld, CONF)
+    assert plan.bundles == []
+    assert plan.explanation["min_msg_rate"]["value"] == 1.0
+    assert plan.explanation["msg_rate_difference_pct"] == -100.0
 
 
 def test_recently_unloaded_bundles_are_skipped() -> None:

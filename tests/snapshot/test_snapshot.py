@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from emulator.cli import main
+from emulator.cluster.events import InitialState
 from emulator.model.loaddata import LocalBrokerData
 from emulator.observe.attach import observe
 from emulator.runtime import run_external
@@ -206,7 +207,7 @@ def owners_when_stated(run) -> list[dict[str, str]]:
     start-up latencies), filled in by the `initial_state` event."""
     seen: list[dict[str, str]] = []
     run.cluster.events.subscribe(lambda e: seen.append(run.cluster.ownership())
-                                 if e.kind == "initial_state" else None)
+                                 if isinstance(e, InitialState) else None)
     return seen
 
 

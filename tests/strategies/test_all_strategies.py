@@ -76,3 +76,44 @@ def test_select_broker_for_bundle_defaults_to_select_broker(name: str) -> None:
 
 def test_satisfies_the_protocol(name: str) -> None:
     assert isinstance(strategies.create(name, random.Random(0)), strategies.PlacementStrategy)
+
+
+def test_the_explained_selection_is_the_plain_one_with_its_scores(name: str) -> None:
+    plain, explained = strategies.create(name, random.Random(4)), strategies.create(name, random.Random(4))
+    ld = load_data()
+    for i in range(10):
+        cands = {b for j, b in enumerate(sorted(ld.broker_data)) if (i + j) % 3}
+        chosen = plain.select_broker_for_bundle(cands, "t/n/0x0_0x1", BundleData.default(), ld, CONF)
+        selection = strategies.select_broker_explained(explained, cands, "t/n/0x0_0x1",
+                                                       BundleData.default(), ld, CONF)
+        assert selection.broker == chosen
+        assert selection.scores is None or set(selection.scores) <= cands
+
+
+class _Pinned(strategies.BasePlacementStrategy):
+    """A user's strategy: no scores."""
+
+    def select_broker(self, candidates, bundle_to_assign, load_data, conf):  # type: ignore[no-untyped-def]
+        return min(candidates, default=None)
+
+
+def test_a_user_strategy_is_called_through_select_broker_and_gives_no_scores() -> None:
+    selection = strategies.select_broker_explained(_Pinned(random.Random(0)), {"b3:8080", "b2:8080"},
+                                                   "t/n/0x0_0x1", BundleData.default(), load_data(), CONF)
+    assert selection == strategies.Selection("b2:8080")
+
+
+def test_a_subclass_that_overrides_select_broker_is_not_bypassed_by_the_explained_method() -> None:
+    from strategies.least_long_term_message_rate import LeastLongTermMessageRate
+
+    class Busiest(LeastLongTermMessageRate):
+        def select_broker(self, candidates, bundle_to_assign, load_data, conf):  # type: ignore[no-untyped-def]
+            return max(candidates, default=None)
+
+    cands = {"b1:8080", "b5:8080"}
+    base = strategies.select_broker_explained(LeastLongTermMessageRate(random.Random(0)), cands,
+                                              "t/n/0x0_0x1", BundleData.default(), load_data(), CONF)
+    assert base.broker == "b1:8080" and base.scores == {"b1:8080": 100.0, "b5:8080": 500.0}
+    mine = strategies.select_broker_explained(Busiest(random.Random(0)), cands, "t/n/0x0_0x1",
+                                              BundleData.default(), load_data(), CONF)
+    assert mine == strategies.Selection("b5:8080")

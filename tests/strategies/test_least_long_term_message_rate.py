@@ -14,6 +14,7 @@ from emulator.model.loaddata import (
     ResourceUsage,
     TimeAverageBrokerData,
 )
+from strategies.base import Selection
 from strategies.least_long_term_message_rate import LeastLongTermMessageRate, broker_score
 
 CONF = ServiceConfig()
@@ -51,7 +52,8 @@ def test_picks_least_loaded_broker_and_exposes_scores() -> None:
     s = LeastLongTermMessageRate(random.Random(1))
     ld = LoadData(broker_data={"a:1": broker(100, 100), "b:1": broker(10, 10), "c:1": broker(0, 0, cpu=90)})
     assert s.select_broker({"a:1", "b:1", "c:1"}, BundleData.default(), ld, CONF) == "b:1"
-    assert s.last_scores == {"a:1": 200, "b:1": 20, "c:1": math.inf}
+    chosen = s.select_broker_explained({"a:1", "b:1", "c:1"}, None, BundleData.default(), ld, CONF)
+    assert chosen == Selection("b:1", {"a:1": 200, "b:1": 20, "c:1": math.inf})
 
 
 def test_ties_are_broken_by_the_rng_over_sorted_ids() -> None:

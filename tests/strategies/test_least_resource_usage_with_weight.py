@@ -46,10 +46,10 @@ def test_history_is_an_ema_and_resets_for_idle_brokers() -> None:
     s.select_broker({"a:1", "b:1"}, BundleData.default(), ld, CONF)
     ld.broker_data["a:1"] = broker(100)
     ld.broker_data["b:1"] = broker(100, busy=False)
-    s.select_broker({"a:1", "b:1"}, BundleData.default(), ld, CONF)
+    chosen = s.select_broker_explained({"a:1", "b:1"}, None, BundleData.default(), ld, CONF)
     assert s.history["a:1"] == pytest.approx(0.5 * 0.9 + 0.1 * 1.0)
     assert s.history["b:1"] == pytest.approx(1.0)  # idle → current usage replaces the history
-    assert s.last_scores == s.history
+    assert chosen.scores == s.history
 
 
 def test_on_active_brokers_change_drops_history() -> None:

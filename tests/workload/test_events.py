@@ -11,6 +11,16 @@ from emulator.cluster.messages import HandleKind
 from emulator.workload import loader
 from tests.workload.harness import observed
 from emulator.workload.schema import verb_of
+from emulator.cluster.events import (
+    BrokerCrashed,
+    BrokerStarted,
+    BrokerStopped,
+    HandleClosed,
+    HandleConnected,
+    LeaderElected,
+    ScenarioEvent,
+    ScenarioEventFailed,
+)
 
 MIN = 60.0
 
@@ -139,12 +149,12 @@ async def test_every_verb_is_applied_at_its_time():
     async with observed(scenario) as run:
         c, w = run.cluster, run.workload
         seen = []
-        c.events.subscribe(lambda e: seen.append(e) if e.kind in (
-            "scenario_event", "scenario_event_failed", "handle_connected", "broker_started",
-            "broker_stopped", "broker_crashed", "leader_elected") else None)
+        c.events.subscribe(lambda e: seen.append(e) if isinstance(e, (
+            ScenarioEvent, ScenarioEventFailed, HandleConnected, BrokerStarted,
+            BrokerStopped, BrokerCrashed, LeaderElected)) else None)
         clock = c.system.clock
         await run.sleep_until(30)
-        connects = [e["t"] for e in seen if e.kind == "handle_connected"]
+        connects = [e.t for e in seen if isinstance(e, HandleConnected)]
         # spread over connect_over (10 batches 1 s apart); the first batch's connects also wait for
         # their bundles' acquisition (metadata ops, topic loads), so the spread is a little under 9 s
         assert len(connects) == 80 and max(connects) - min(connects) >= 8.5
@@ -175,7 +185,7 @@ async def test_every_verb_is_applied_at_its_time():
         owned_before_kill = {b: len(c.brokers[b].owned_bundle_names()) for b in c.live_brokers()}
 
         await run.sleep_until(7.5 * MIN)
-        crashed = [e["broker"] for e in seen if e.kind == "broker_crashed"]
+        crashed = [e.broker for e in seen if isinstance(e, BrokerCrashed)]
         most = max(owned_before_kill.values())
         assert len(crashed) == 1 and owned_before_kill[crashed[0]] == most
         old_leader = c.leader()
@@ -184,27 +194,27 @@ async def test_every_verb_is_applied_at_its_time():
         assert c.leader() != old_leader and old_leader in c.live_brokers()
 
         await run.sleep_until(15 * MIN)
-        restarts = [e["broker"] for e in seen if e.kind == "broker_started" and e["t"] >= run.t0 + 11 * MIN]
+        restarts = [e.broker for e in seen if isinstance(e, BrokerStarted) and e.t >= run.t0 + 11 * MIN]
         assert restarts == ["broker-3:8080", "broker-4:8080"]
         r = w.traffic.rates(clock.now())
         idx = w.traffic.index
         assert r[idx["persistent://acme/a/t0"]] == 5.0 and r[idx["persistent://acme/a/t1"]] == 20.0
         assert r[idx["persistent://acme/a/t2"]] == 15.0
 
-        applied = [e for e in seen if e.kind == "scenario_event"]
-        verbs = [e["event"] for e in applied]
+        applied = [e for e in seen if isinstance(e, ScenarioEvent)]
+        verbs = [e.event for e in applied]
         assert collections.Counter(verbs)["unload"] == 2 and len(verbs) == len(scenario.events)
         times = collections.defaultdict(list)
         for ev in scenario.events:
             times[verb_of(ev)].append(run.t0 + ev.at)
         for e in applied:        # each announced at its own time (a topic's bundle is read first)...
-            assert any(e["t"] == pytest.approx(t, abs=0.1) for t in times[e["event"]]), e
+            assert any(e.t == pytest.approx(t, abs=0.1) for t in times[e.event]), e
         assert verbs[verbs.index("spike") + 1] == "unload"     # ...in file order at equal times
-        assert next(e for e in applied if e["event"] == "add_brokers")["brokers"] == ["broker-5:8080"]
+        assert next(e for e in applied if e.event == "add_brokers").arguments["brokers"] == ["broker-5:8080"]
         # the unload of a bundle that does not exist failed, was reported, and nothing else stopped
-        failed = [e for e in seen if e.kind == "scenario_event_failed"]
-        assert [(e["event"], e["index"]) for e in failed] == [("unload", 7)]
-        assert w.errors == [f"events[7] (unload): unload: {failed[0]['error'].removeprefix('unload: ')}"]
+        failed = [e for e in seen if isinstance(e, ScenarioEventFailed)]
+        assert [(e.event, e.index) for e in failed] == [("unload", 7)]
+        assert w.errors == [f"events[7] (unload): unload: {failed[0].error.removeprefix('unload: ')}"]
         assert "events[7] (unload)" in "\n".join(run.summary().event_errors)
 
 
@@ -233,10 +243,10 @@ consumer_jitter = { fraction = 0.25, period = "1m", off = "15s" }
 async def test_consumer_jitter_closes_and_reopens_consumers():
     async with observed(loader.loads(JITTER, "jitter.toml")) as run:
         closed = []
-        run.cluster.events.subscribe(lambda e: closed.append(e) if e.kind == "handle_closed" else None)
+        run.cluster.events.subscribe(lambda e: closed.append(e) if isinstance(e, HandleClosed) else None)
         await run.sleep_until(MIN + 5)
-        assert len(closed) == 5 * 2 and {e["reason"] for e in closed} == {"consumer jitter"}
-        off = {e["topic"] for e in closed}
+        assert len(closed) == 5 * 2 and {e.reason for e in closed} == {"consumer jitter"}
+        off = {e.topic for e in closed}
 
         def consumers(topic: str) -> int:
             return sum(1 for cl in run.cluster.clients.values() for h in cl.handles.values()

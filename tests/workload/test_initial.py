@@ -11,6 +11,7 @@ import pytest
 from emulator.cli import main
 from emulator.cluster import paths
 from emulator.cluster.broker import NamespaceEphemeralData
+from emulator.cluster.events import InitialState, Unload, WarmStarted
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.loaddata import DEFAULT_MESSAGE_RATE, BundleData
 from emulator.workload.initial import even_owners, msg_rate, skewed_owners
@@ -96,13 +97,13 @@ async def test_skewed_at_2_5_is_measured_at_2_5_in_the_first_report_cycle_before
         cluster = run.cluster
 
         def on_event(e):
-            if e.kind == "warm_start" and "rates" not in seen:
+            if isinstance(e, WarmStarted) and "rates" not in seen:
                 view = _leader(cluster).lm.load_data.broker_data
                 seen["rates"] = {b: d.local_data.msg_rate_in + d.local_data.msg_rate_out
                                  for b, d in view.items()}
-                seen["t"] = e["t"]
-            if e.kind == "decision" and e.get("decision") == "unload":
-                seen.setdefault("first_unload", e["t"])
+                seen["t"] = e.t
+            if isinstance(e, Unload):
+                seen.setdefault("first_unload", e.t)
 
         cluster.events.subscribe(on_event)
         await run.sleep_until(30)
@@ -157,9 +158,9 @@ async def test_explicit_owners_are_exactly_the_owners_at_t0():
         cluster = run.cluster
 
         def on_event(e):
-            if e.kind == "initial_state":
+            if isinstance(e, InitialState):
                 at_t0["owners"] = cluster.ownership()
-                at_t0["t"] = e["t"]
+                at_t0["t"] = e.t
 
         cluster.events.subscribe(on_event)
         await run.sleep_until(20)
@@ -220,7 +221,7 @@ async def test_warm_start_the_leaders_first_view_is_the_traffic_model_not_the_de
         cluster = run.cluster
 
         def on_event(e):
-            if e.kind == "warm_start" and not first:
+            if isinstance(e, WarmStarted) and not first:
                 leader = _leader(cluster)
                 data = leader.lm.load_data
                 first["bundles"] = {b: msgspec.structs.replace(
@@ -277,7 +278,7 @@ async def test_avg_shedder_hit_counters_start_empty_on_a_warm_start():
         hits: list[tuple[dict, dict]] = []
         cluster.events.subscribe(lambda e: hits.append(
             (dict(_leader(cluster).shedder.hit_count_high), dict(_leader(cluster).shedder.hit_count_low)))
-            if e.kind == "warm_start" else None)
+            if isinstance(e, WarmStarted) else None)
         await run.sleep_until(10)
         assert hits == [({}, {})]
 

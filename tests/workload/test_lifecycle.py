@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from emulator.cluster.events import (
+    Assignment,
+    BrokerStarted,
+    BrokerStopped,
+    BrokerStopping,
+    ScenarioEvent,
+)
 from emulator.workload import loader
 from emulator.workload.errors import ScenarioError
 from tests.workload.harness import observed
@@ -54,9 +61,9 @@ async def test_a_removed_broker_added_by_name_comes_back_empty_and_then_gets_bun
         at_start: dict[str, object] = {}
 
         def on_event(e: dict) -> None:
-            if e.kind in ("broker_started", "scenario_event", "assignment"):
+            if isinstance(e, (BrokerStarted, ScenarioEvent, Assignment)):
                 seen.append(e)
-            if e.kind == "broker_started":   # what the broker has the moment it is up again
+            if isinstance(e, BrokerStarted):   # what the broker has the moment it is up again
                 at_start["registered"] = c.store.peek("/loadbalance/brokers/broker-3:8080") is not None
                 at_start["owned"] = list(c.brokers["broker-3:8080"].owned_bundle_names())
 
@@ -68,19 +75,19 @@ async def test_a_removed_broker_added_by_name_comes_back_empty_and_then_gets_bun
 
         await run.sleep_until(3 * MIN + 30)
         # the same id, registered again, and empty: a restarted host owns nothing until assigned
-        assert [e["broker"] for e in seen if e.kind == "broker_started"] == ["broker-3:8080"]
+        assert [e.broker for e in seen if isinstance(e, BrokerStarted)] == ["broker-3:8080"]
         assert at_start == {"registered": True, "owned": []}
         assert "broker-3:8080" in c.live_brokers()
-        added = next(e for e in seen if e.kind == "scenario_event" and e["event"] == "add_brokers")
-        assert added["brokers"] == ["broker-3:8080"]
+        added = next(e for e in seen if isinstance(e, ScenarioEvent) and e.event == "add_brokers")
+        assert added.arguments["brokers"] == ["broker-3:8080"]
         assert sorted(c.brokers) == ["broker-1:8080", "broker-2:8080", "broker-3:8080"]  # no broker-4
 
         await run.sleep_until(12 * MIN)
         # the shedder moved load to it: bundles assigned to broker-3 after it came back
         owned = c.brokers["broker-3:8080"].owned_bundle_names()
         assert owned, "broker-3 never got a bundle back"
-        assert any(e["broker"] == "broker-3:8080" and e["t"] > run.t0 + 3 * MIN
-                   for e in seen if e.kind == "assignment")
+        assert any(e.broker == "broker-3:8080" and e.t > run.t0 + 3 * MIN
+                   for e in seen if isinstance(e, Assignment))
         assert not run.workload.errors
 
 
@@ -129,18 +136,19 @@ async def test_fixed_cadence_restarts_one_broker_every_n_seconds_whatever_the_dr
     async with observed(loader.loads(CADENCE, "cadence.toml")) as run:
         seen: list[dict] = []
         run.cluster.events.subscribe(
-            lambda e: seen.append(e) if e.kind in ("broker_stopping", "broker_stopped", "broker_started") else None)
+            lambda e: seen.append(e)
+            if isinstance(e, (BrokerStopping, BrokerStopped, BrokerStarted)) else None)
         await run.sleep_until(4 * MIN)
-        stopping = [e for e in seen if e.kind == "broker_stopping"]
-        assert [e["broker"] for e in stopping] == [f"broker-{i}:8080" for i in range(1, 5)]
+        stopping = [e for e in seen if isinstance(e, BrokerStopping)]
+        assert [e.broker for e in stopping] == [f"broker-{i}:8080" for i in range(1, 5)]
         # one every 2 s from the event's time, exactly
-        assert [e["t"] - run.t0 for e in stopping] == pytest.approx([60.0, 62.0, 64.0, 66.0], abs=1e-6)
+        assert [e.t - run.t0 for e in stopping] == pytest.approx([60.0, 62.0, 64.0, 66.0], abs=1e-6)
         # each drain (4 bundles, 1 s close each) outlasts the cadence: the next broker went down while
         # the one before was still draining, which a `wait` rolling restart never does
-        stopped = {e["broker"]: e["t"] for e in seen if e.kind == "broker_stopped"}
-        assert all(stopped[f"broker-{i}:8080"] > stopping[i]["t"] for i in range(1, 4))
-        assert all(e["graceful"] for e in seen if e.kind == "broker_stopped")
-        restarted = [e["broker"] for e in seen if e.kind == "broker_started"]
+        stopped = {e.broker: e.t for e in seen if isinstance(e, BrokerStopped)}
+        assert all(stopped[f"broker-{i}:8080"] > stopping[i].t for i in range(1, 4))
+        assert all(e.graceful for e in seen if isinstance(e, BrokerStopped))
+        restarted = [e.broker for e in seen if isinstance(e, BrokerStarted)]
         assert sorted(restarted) == [f"broker-{i}:8080" for i in range(1, 5)]
         assert run.cluster.live_brokers() == [f"broker-{i}:8080" for i in range(1, 5)]
         assert not run.workload.errors

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
 import anyio
 import pytest
 
-from emulator.cluster.events import ClusterEvents
+from emulator.cluster.events import (
+    ClusterEvents,
+    HandleClosed,
+    HandleDisconnected,
+    HandleEvent,
+    HandleFailed,
+    HandleReconnected,
+)
 from emulator.cluster.load_source import FlatLoad
 from emulator.observe.summary import (
     BrokerLine,
@@ -34,19 +42,19 @@ def test_tracker_sums_outages_per_topic_and_counts_the_ongoing_ones():
     events = ClusterEvents(clock)  # type: ignore[arg-type]
     tracker = UnavailabilityTracker(events)
 
-    def emit(t: float, kind: str, handle: int, topic: str = "a", **kw: object) -> None:
+    def emit(t: float, kind: type[HandleEvent], handle: int, topic: str = "a", **kw: Any) -> None:
         clock.t = t
-        events.emit(kind, client="c", topic=topic, handle=handle, **kw)
+        events.emit(kind(client="c", topic=topic, handle=handle, **kw))
 
-    emit(10, "handle_disconnected", 1)
-    emit(10, "handle_disconnected", 2)
-    emit(15, "handle_reconnected", 1, unavailable=5.0, broker="b")
-    emit(20, "handle_disconnected", 3, topic="b")
-    emit(22, "handle_closed", 2, reason="consumer jitter")          # closed while down: 12 s
+    emit(10, HandleDisconnected, 1, reason="closed")
+    emit(10, HandleDisconnected, 2, reason="closed")
+    emit(15, HandleReconnected, 1, unavailable=5.0, broker="b")
+    emit(20, HandleDisconnected, 3, topic="b", reason="closed")
+    emit(22, HandleClosed, 2, reason="consumer jitter")          # closed while down: 12 s
     assert tracker.per_topic(30.0) == {"a": 17.0, "b": 10.0}
     assert tracker.still_down() == 1 and tracker.disconnects == 3
     tracker.close()
-    emit(40, "handle_disconnected", 9, topic="c")
+    emit(40, HandleDisconnected, 9, topic="c", reason="closed")
     assert "c" not in tracker.per_topic(50.0)
 
 
@@ -114,10 +122,10 @@ def test_a_handle_whose_creation_failed_is_down_from_its_creation_until_closed()
     events = ClusterEvents(clock)  # type: ignore[arg-type]
     tracker = UnavailabilityTracker(events)
     clock.t = 40.0
-    events.emit("handle_failed", client="c", topic="a", handle=1, reason="lookup failed", since=10.0)
-    events.emit("handle_failed", client="c", topic="b", handle=2, reason="lookup failed", since=10.0)
+    events.emit(HandleFailed(client="c", topic="a", handle=1, reason="lookup failed", since=10.0))
+    events.emit(HandleFailed(client="c", topic="b", handle=2, reason="lookup failed", since=10.0))
     clock.t = 50.0
-    events.emit("handle_closed", client="c", topic="b", handle=2, reason="consumer jitter")
+    events.emit(HandleClosed(client="c", topic="b", handle=2, reason="consumer jitter"))
     assert tracker.per_topic(100.0) == {"a": 90.0, "b": 40.0}
     assert tracker.still_down() == 1
 
