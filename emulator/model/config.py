@@ -24,13 +24,11 @@ from typing import Any
 
 import msgspec
 
+from .errors import ConfigError
+
 __all__ = ["ConfigError", "ServiceConfig", "PROFILES"]
 
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
-
-
-class ConfigError(ValueError):
-    """A broker.conf value (or override) that Pulsar would reject or break on."""
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True):
