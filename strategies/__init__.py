@@ -16,8 +16,9 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from emulator.model.class_registry import PULSAR_PACKAGE, ClassRegistry
 from strategies.base import BasePlacementStrategy, PlacementStrategy, select_broker_for_bundle
-from strategies.registry import PULSAR_PACKAGE, ClassRegistry
 
 __all__ = [
     "BUILTINS",

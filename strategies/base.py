@@ -1,5 +1,8 @@
 """The placement-strategy contract (Pulsar's ModularLoadManagerStrategy) and shared helpers.
 
+The helpers shedders use as well (`choose`, `placement_usage`, `weighted_max_usage`) live in
+`emulator.model.selection` and are re-exported here.
+
 A strategy is a pure decision: it reads model Structs and an injected `random.Random`, keeps only its
 own small state (e.g. an EMA per broker), and returns a broker id or None. Users write their own
 against `PlacementStrategy` and load them with `strategies.create("pkg.module:Class", rng)`.
@@ -8,12 +11,13 @@ against `PlacementStrategy` and load them with `strategies.create("pkg.module:Cl
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from emulator.model.selection import choose, placement_usage, weighted_max_usage
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
-    from emulator.model.loaddata import BundleData, LoadData, LocalBrokerData
+    from emulator.model.loaddata import BundleData, LoadData
 
 __all__ = [
     "BasePlacementStrategy",
@@ -88,23 +92,3 @@ def select_broker_for_bundle(
     if hook is not None:
         return hook(candidates, bundle_name, bundle_to_assign, load_data, conf)
     return strategy.select_broker(candidates, bundle_to_assign, load_data, conf)
-
-
-def choose(rng: random.Random, ties: Iterable[str]) -> str:
-    """Java picks "any" tied broker (ThreadLocalRandom over HashSet order); we pick over sorted ids."""
-    return rng.choice(sorted(ties))
-
-
-def weighted_max_usage(local: LocalBrokerData, conf: ServiceConfig) -> float:
-    """LocalBrokerData.getMaxResourceUsageWithWeight with the 4 configured weights (PIP-358), a fraction."""
-    return local.weighted_max_usage(conf)
-
-
-def placement_usage(local: LocalBrokerData, conf: ServiceConfig) -> float:
-    """The usage the overload gates of LeastLongTermMessageRate and MLMI's retry compare.
-
-    PIP-358 weighted usage; `emulator_unweighted_max_usage` selects the pre-PIP-358 unweighted max.
-    """
-    if conf.emulator_unweighted_max_usage:
-        return local.max_resource_usage()
-    return local.weighted_max_usage(conf)
