@@ -1,6 +1,5 @@
 """The decision log turns cluster events into structlog records with their inputs."""
 
-import pytest
 import structlog
 
 from emulator.cluster.events import ClusterEvents

@@ -15,7 +15,7 @@ import math
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
 import numpy as np
@@ -503,7 +503,7 @@ class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
 # --- The leader's view -----------------------------------------------------------------------------
 
 
-class PreallocatedBundles(dict):  # type: ignore[type-arg]
+class PreallocatedBundles(dict):
     """`BrokerData.preallocated_bundle_data` as the load manager keeps it: a plain {bundle: BundleData}
     dict that also knows the sum of its bundles' long-term msg rate (in + out) and topics.
 
@@ -584,9 +584,11 @@ class PreallocatedBundles(dict):  # type: ignore[type-arg]
         self.invalidate()
         super().update(*args, **kwargs)
 
-    def __ior__(self, other: Any) -> PreallocatedBundles:
+    # typeshed's dict.__or__ overloads (a wider dict for other key types) admit no __ior__ override
+    # that mypy accepts, not even one with dict.__ior__'s own signature
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]
         self.invalidate()
-        return super().__ior__(other)  # type: ignore[no-any-return]
+        return super().__ior__(other)
 
 
 def preallocated_long_term_msg_rate(preallocated: Mapping[str, BundleData]) -> float:
@@ -622,7 +624,7 @@ class BrokerData(msgspec.Struct, rename="camel"):
     preallocated_bundle_data: dict[str, BundleData] = {}
 
 
-class SheddingView(dict):  # type: ignore[type-arg]
+class SheddingView(dict):
     """`LoadData.bundle_data_for_load_shedding()`: a plain {bundle: BundleData} dict in the leader's
     map order, which also knows each bundle's position in that order.
 

@@ -279,14 +279,14 @@ class Recorder:
             series = self._series
             if len(series) > 4 * n + 1024:      # series that have gone (bundles, brokers)
                 series.clear()
-            middles = [series.get(key) for key in keys]
-            if None in middles:
-                for i, key in enumerate(keys):
-                    if middles[i] is None:
-                        name, label_names, label_values = key
-                        middles[i] = series[key] = (b',"name":' + encode(name) + b',"labels":'
-                                                    + encode(dict(zip(label_names, label_values)))
-                                                    + b',"value":')
+            middles = []
+            for key in keys:
+                middle = series.get(key)
+                if middle is None:
+                    name, label_names, label_values = key
+                    middle = series[key] = (b',"name":' + encode(name) + b',"labels":'
+                                            + encode(dict(zip(label_names, label_values))) + b',"value":')
+                middles.append(middle)
             self._last_keys, self._last_middles = keys, middles
         values = [value for _, value in rows]
         encoded = encode(values)[1:-1].split(b",")

@@ -155,7 +155,7 @@ async def test_a_lookup_of_a_bundle_being_unloaded_answers_by_release(before_302
         {"emulator_lookup_failures_as_service_not_ready": str(before_302).lower()}, source="test")
     async with emulated_cluster(3, seed=8, conf=conf, namespaces={NS: 4}, settings=SLOW_DRAIN) as cluster:
         await cluster.wait_for_leader()
-        client = await _producing_client(cluster)
+        await _producing_client(cluster)
         nb = await cluster.namespace_bundles(NS)
         bundle, owner = next(iter(sorted(cluster.ownership().items())))
         topic = next(t for t in TOPICS if nb.find_bundle(t) == bundle)
