@@ -189,7 +189,7 @@ def sum_bundle_stats(stats: Mapping[str, NamespaceBundleStats]) -> NamespaceBund
 class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     """What each broker writes to `/loadbalance/brokers/<id>`; the leader reads it.
 
-    Equality is field-wise (Java's `equals` compares only the four URLs; use `url_key()` for that).
+    Equality is field-wise (Java's `equals` compares only the four URLs).
     The instance `__dict__` (never encoded) holds the last weighted usage and what it was made from.
     """
 
@@ -219,15 +219,6 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     last_update: int = 0
     broker_version_string: str = ""
     load_manager_class_name: str = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
-
-    def url_key(self) -> tuple[str, str, str, str]:
-        """The four URLs Java's `equals`/`hashCode` use (the data doubles as the broker's lock value)."""
-        return (
-            self.web_service_url,
-            self.web_service_url_tls,
-            self.pulsar_service_url,
-            self.pulsar_service_url_tls,
-        )
 
     def percent_usages(self) -> dict[str, float]:
         """`percent_usage()` of each of the five resources, by field name (the metrics' gauges read

@@ -98,10 +98,6 @@ class InvariantChecker:
             raise InvariantViolation(found)
         return found
 
-    def raise_if_violated(self) -> None:
-        if self.violations:
-            raise InvariantViolation(self.violations)
-
     # ------------------------------------------------------------------ the checks
 
     def _single_owner(self, now: float) -> list[Violation]:

@@ -252,6 +252,3 @@ def compute(tl: Timeline, scopes: list[Scope], *, bound: float = BALANCE_BOUND,
     facts = _Facts(tl, bound, minutes)
     return [facts.scope(s) for s in scopes]
 
-
-def whole_run(tl: Timeline) -> Scope:
-    return Scope(tl.t0, tl.span, True)
