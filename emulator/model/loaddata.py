@@ -458,29 +458,25 @@ class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
         bundle_data: Mapping[str, BundleData],
         default_stats: NamespaceBundleStats,
     ) -> None:
-        """Recompute the sums over `bundles`; a bundle without BundleData counts as `default_stats`."""
+        """Recompute the sums over `bundles`; a bundle without BundleData counts as `default_stats` in
+        both windows (the same four fields, so one loop body adds either)."""
         s_ri = s_ro = s_ti = s_to = l_ri = l_ro = l_ti = l_to = 0.0
+        short: TimeAverageMessageData | NamespaceBundleStats
+        long: TimeAverageMessageData | NamespaceBundleStats
         for bundle in bundles:
             data = bundle_data.get(bundle)
             if data is None:
-                s_ri += default_stats.msg_rate_in
-                s_ro += default_stats.msg_rate_out
-                s_ti += default_stats.msg_throughput_in
-                s_to += default_stats.msg_throughput_out
-                l_ri += default_stats.msg_rate_in
-                l_ro += default_stats.msg_rate_out
-                l_ti += default_stats.msg_throughput_in
-                l_to += default_stats.msg_throughput_out
+                short = long = default_stats
             else:
                 short, long = data.short_term_data, data.long_term_data
-                s_ri += short.msg_rate_in
-                s_ro += short.msg_rate_out
-                s_ti += short.msg_throughput_in
-                s_to += short.msg_throughput_out
-                l_ri += long.msg_rate_in
-                l_ro += long.msg_rate_out
-                l_ti += long.msg_throughput_in
-                l_to += long.msg_throughput_out
+            s_ri += short.msg_rate_in
+            s_ro += short.msg_rate_out
+            s_ti += short.msg_throughput_in
+            s_to += short.msg_throughput_out
+            l_ri += long.msg_rate_in
+            l_ro += long.msg_rate_out
+            l_ti += long.msg_throughput_in
+            l_to += long.msg_throughput_out
         self.short_term_msg_rate_in = s_ri
         self.short_term_msg_rate_out = s_ro
         self.short_term_msg_throughput_in = s_ti
