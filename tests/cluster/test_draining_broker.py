@@ -69,8 +69,7 @@ async def test_a_refused_attach_keeps_the_connection_and_its_other_producers():
         # a stale lookup answer sends a new producer of `elsewhere` to broker A, which refuses it
         (hid,) = client.create_handles([elsewhere], HandleKind.PRODUCER)
         h = client.handles[hid]
-        h.attempting = True
-        client._on_broker(h, broker_a, None)
+        client._on_broker(h, broker_a, None)   # the lookup's answer; its own first grabCnx then stands down
         await cluster.wait_until(lambda: h.state == "connected", timeout=60)
         assert client.stats.attach_failures >= 1
         assert h.broker_id != broker_a
