@@ -132,7 +132,10 @@ class ClientStats:
 
 class Phase(Enum):
     """Where a producer or consumer is on its way to a broker: ConnectionHandler's attempt and the
-    handler's HandlerState in one. Every transition, and the method of Pulsar's that makes it:
+    handler's HandlerState in one (pulsar-client/src/main/java/org/apache/pulsar/client/impl/
+    ConnectionHandler.java: grabCnx, handleConnectionError, reconnectLater, connectionClosed; and
+    ProducerImpl/ConsumerImpl's connectionOpened and connectionFailed). Every transition, and the
+    method of Pulsar's that makes it:
 
         (created)      -> BACKING_OFF   the first grabCnx, after 0 s
         BACKING_OFF    -> LOOKING_UP    grabCnx: the topic's lookup (one per topic, shared)
