@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from emulator.cluster.load_source import FlatLoad, SystemUsage, TopicLoad
 from emulator.cluster.messages import HandleKind
@@ -74,7 +75,7 @@ async def day_run(*, brokers: int, topics: int, namespaces: int, bundles: int, c
     async with emulated_cluster(brokers, seed=seed, namespaces={n: bundles for n in ns},
                                 load_source=load, check_interval=check_interval) as cluster:
         cs = [cluster.add_client() for _ in range(clients)]
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         t0 = cluster.system.clock.now()
         for i, c in enumerate(cs):
             mine = names[i::clients]

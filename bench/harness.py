@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Options", "Row", "Target", "interleaved", "judge", "median_of", "log_log_slope", "peak_rss_bytes", "render_table",
-           "quiet_logs", "report", "timed"]
+__all__ = ["Options", "Row", "Target", "interleaved", "judge", "median_of", "log_log_slope", "peak_rss_bytes",
+           "render_table", "quiet_logs", "report", "timed"]
 
 
 class Options(msgspec.Struct, frozen=True, kw_only=True):

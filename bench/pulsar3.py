@@ -468,7 +468,8 @@ def _details(r: Run) -> str:
 def main(argv: list[str] | None = None, out: Any = None, err: Any = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    p = argparse.ArgumentParser(prog="python -m bench.pulsar3", description="Run the pulsar3-* scenarios and print measured against published (Pulsar 3.0.0, Modular).")
+    p = argparse.ArgumentParser(prog="python -m bench.pulsar3", description="Run the pulsar3-* scenarios and print "
+                                "measured against published (Pulsar 3.0.0, Modular).")
     p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS),
                    help="comma-separated pulsar3-* names (default all five)")

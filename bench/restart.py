@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from emulator.cluster.events import (
     Event,
@@ -72,7 +73,7 @@ async def restart_case(*, brokers: int, namespaces: int, bundles_per_ns: int, cl
         cluster.events.subscribe(counter)
         boot_wall = time.perf_counter() - wall0
         cs = [cluster.add_client() for _ in range(clients)]
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         for i, c in enumerate(cs):
             c.create_handles(names[i::clients], HandleKind.PRODUCER)
         await cluster.wait_until(lambda: counter.now == total, timeout=3600, poll=1.0,

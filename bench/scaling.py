@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import HandleKind
@@ -51,7 +52,7 @@ async def minute_costs(brokers: int, bundles: int, minutes: int, warmup: float,
         if cluster.decision_log is not None:
             cluster.decision_log.close()
         cs = [cluster.add_client() for _ in range(clients)]
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         t = time.perf_counter()
         for i, c in enumerate(cs):
             c.create_handles(names[i::clients], HandleKind.PRODUCER)

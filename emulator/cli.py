@@ -16,38 +16,18 @@ scenario's [[expect]] tables failed (each printed as a line of the summary), or 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
+
+from emulator.model.durations import parse_flag_duration
+from emulator.model.errors import UsageError
 
 EXIT_USAGE = 2
 EXIT_EMULATOR_BUG = 3  # an actor crashed during the run
 
-_DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*$")
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line with exit code 2."""
-
-
-def parse_duration(text: str, *, flag: str = "--duration") -> float:
-    """'90m', '2h', '1h30m', '45s' or a plain number of seconds -> seconds."""
-    text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        m = _DURATION.match(text)
-        if not text or m is None or not any(m.groups()):
-            raise UsageError(f"{flag} = {text!r}: expected a duration like 90m, 2h, 1h30m, 45s") from None
-        h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-        value = h * 3600 + mi * 60 + s
-    if not value > 0 or value == float("inf"):
-        raise UsageError(f"{flag} = {text!r}: must be a positive, finite duration")
-    return value
-
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse would print usage too)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse would print usage too)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
 
@@ -183,14 +163,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides["shedder"] = args.shedder
     opts = RunOptions(
         scenario=args.scenario, broker_conf=args.broker_conf, overrides=overrides, seed=args.seed,
-        duration=parse_duration(args.duration) if args.duration is not None else None,
+        duration=parse_flag_duration(args.duration) if args.duration is not None else None,
         clock=args.clock, speed=args.speed, record_dir=args.record,
-        record_interval=parse_duration(args.record_interval, flag="--record-interval"),
+        record_interval=parse_flag_duration(args.record_interval, flag="--record-interval"),
         metrics_port=args.metrics_port, metrics_host=args.metrics_host,
-        monitor_interval=(parse_duration(args.monitor_interval, flag="--monitor-interval")
+        monitor_interval=(parse_flag_duration(args.monitor_interval, flag="--monitor-interval")
                           if args.monitor_interval is not None else None),
         progress=not args.quiet and args.clock == "virtual" and sys.stderr.isatty(),
-        check_interval=parse_duration(args.check_interval, flag="--check-interval"),
+        check_interval=parse_flag_duration(args.check_interval, flag="--check-interval"),
     )
     from emulator.runtime import VirtualClock
 

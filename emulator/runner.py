@@ -120,7 +120,7 @@ def _check_strategy_names(conf: ServiceConfig, path: str) -> None:
 
 def load_scenario(name_or_path: str) -> Any:
     from emulator.workload.errors import ScenarioError
-    from emulator.workload.loader import load
+    from emulator.workload.library import load_scenario as load
 
     try:
         return load(name_or_path)

@@ -3,7 +3,9 @@
     h = shedders.create("ThresholdShedder", rng=random.Random(1))
     h = shedders.create("org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder", rng)
     h = shedders.create("my_pkg.my_module:MyShedder", rng)            # your own class
-    placement, shedder = shedders.create_pair("AvgShedder", "AvgShedder", rng)   # one instance
+
+The pair a load manager runs (one instance when the placement strategy also sheds, as AvgShedder) is
+made above both packages, by `emulator.cluster.strategy_pair.create_pair`.
 
 Built-ins are a constant table of import paths, loaded lazily. Extra names go on a `Registry`
 object, never on module state. Unlike Pulsar, which falls back to OverloadShedder when the class
@@ -15,8 +17,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
+from emulator.model.class_registry import PULSAR_PACKAGE, ClassRegistry
 from shedders.base import (
     BaseShedder,
     ExplainedLoadSheddingStrategy,
@@ -24,7 +26,6 @@ from shedders.base import (
     UnloadPlan,
     find_bundles_for_unloading_explained,
 )
-from strategies.registry import PULSAR_PACKAGE, ClassRegistry
 
 __all__ = [
     "BUILTINS",
@@ -35,7 +36,6 @@ __all__ = [
     "Registry",
     "UnloadPlan",
     "create",
-    "create_pair",
     "find_bundles_for_unloading_explained",
     "names",
 ]
@@ -67,38 +67,3 @@ def create(name: str, rng: random.Random) -> LoadSheddingStrategy:
 def names() -> list[str]:
     """The built-in shedder names, sorted."""
     return sorted(BUILTINS)
-
-
-def create_pair(
-    placement_name: str,
-    shedding_name: str,
-    rng: random.Random,
-    *,
-    placement_registry: Any = None,
-    shedder_registry: Registry | None = None,
-) -> tuple[Any, LoadSheddingStrategy]:
-    """(placement strategy, shedder) as MLMI's `initialize` builds them.
-
-    A placement class that also sheds (AvgShedder) must be the shedding strategy too, and then one
-    instance serves both roles; otherwise Pulsar throws IllegalArgumentException, here ValueError.
-    Pulsar compares the two class-name strings; we compare the resolved classes, so "AvgShedder"
-    and its FQCN match. Two distinct strategies are two instances sharing `rng`.
-    """
-    import strategies  # same layer; imported here so that `import shedders` stays light
-
-    if not isinstance(rng, random.Random):
-        raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-    placements = placement_registry if placement_registry is not None else strategies.Registry()
-    sheds = shedder_registry if shedder_registry is not None else Registry()
-    placement_cls = placements.resolve(placement_name)
-    shedder_cls = sheds.resolve(shedding_name)
-    if sheds.is_valid_class(placement_cls):
-        if shedder_cls is not placement_cls:
-            raise ValueError(
-                f"load shedding strategy {shedding_name!r} can't work with the placement strategy "
-                f"{placement_name!r}: a placement strategy that also sheds must be the shedding "
-                f"strategy too (set loadBalancerLoadSheddingStrategy = {placement_name})"
-            )
-        both = placement_cls(rng)
-        return both, both
-    return placement_cls(rng), shedder_cls(rng)

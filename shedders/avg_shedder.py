@@ -36,6 +36,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+from emulator.model.selection import Selection, choose
 from shedders.base import (
     BaseShedder,
     Metric,
@@ -48,7 +49,6 @@ from shedders.base import (
     java_list_sort,
     shedding_candidates,
 )
-from strategies.base import Selection, choose
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_check
 
 import msgspec
 
-from strategies.registry import explains
+from emulator.model.class_registry import explains
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -125,7 +125,7 @@ def find_bundles_for_unloading_explained(
     shedder: LoadSheddingStrategy, load_data: LoadData, conf: ServiceConfig
 ) -> UnloadPlan:
     """The shedder's `find_bundles_for_unloading_explained` when it speaks for the class (see
-    `strategies.registry.explains`), else `find_bundles_for_unloading` as a plan without explanation."""
+    `emulator.model.class_registry.explains`), else `find_bundles_for_unloading` as a plan without explanation."""
     if explains(type(shedder), "find_bundles_for_unloading_explained", "find_bundles_for_unloading"):
         return shedder.find_bundles_for_unloading_explained(load_data, conf)  # type: ignore[attr-defined]
     return UnloadPlan(shedder.find_bundles_for_unloading(load_data, conf))

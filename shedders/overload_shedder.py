@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from emulator.model.selection import placement_usage
 from shedders.base import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     BaseShedder,
@@ -23,7 +24,6 @@ from shedders.base import (
     select_until_offloaded,
     shedding_candidates,
 )
-from strategies.base import placement_usage
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig

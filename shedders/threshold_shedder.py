@@ -169,9 +169,9 @@ class ThresholdShedder(BaseShedder):
         max_usage_broker = ""
         max_usage = avg - threshold
         has_broker_below_lower_bound = False
-        for broker, broker_data in load_data.broker_data.items():
+        for broker, data in load_data.broker_data.items():
             current = self.history.get(broker, 0.0)
-            if current > max_usage and len(broker_data.local_data.bundles) > 1:
+            if current > max_usage and len(data.local_data.bundles) > 1:
                 max_usage = current
                 max_usage_broker = broker
             if current < avg - threshold:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from emulator.model.class_registry import PULSAR_PACKAGE, ClassRegistry
 from strategies.base import (
     BasePlacementStrategy,
     ExplainedPlacementStrategy,
@@ -24,7 +26,6 @@ from strategies.base import (
     select_broker_explained,
     select_broker_for_bundle,
 )
-from strategies.registry import PULSAR_PACKAGE, ClassRegistry
 
 __all__ = [
     "BUILTINS",

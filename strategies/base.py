@@ -1,5 +1,9 @@
 """The placement-strategy contract (Pulsar's ModularLoadManagerStrategy) and shared helpers.
 
+The helpers and data shedders use as well (`Selection`, `choose`, `placement_usage`,
+`weighted_max_usage`) live in
+`emulator.model.selection` and are re-exported here.
+
 A strategy is a pure decision: it reads model Structs and an injected `random.Random`, keeps only its
 own small state (e.g. an EMA per broker), and returns a broker id or None. Users write their own
 against `PlacementStrategy` and load them with `strategies.create("pkg.module:Class", rng)`.
@@ -14,16 +18,14 @@ scores). The built-ins implement it; their `select_broker` is its `broker`.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import msgspec
-
-from strategies.registry import explains
+from emulator.model.class_registry import explains
+from emulator.model.selection import Selection, choose, placement_usage, weighted_max_usage
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
-    from emulator.model.loaddata import BundleData, LoadData, LocalBrokerData
+    from emulator.model.loaddata import BundleData, LoadData
 
 __all__ = [
     "BasePlacementStrategy",
@@ -36,17 +38,6 @@ __all__ = [
     "select_broker_for_bundle",
     "weighted_max_usage",
 ]
-
-
-class Selection(msgspec.Struct, frozen=True):
-    """A placement with the numbers behind it: what the assignment event carries.
-
-    `scores`: broker -> the score the strategy compared (+inf: excluded as overloaded), for the
-    candidates it scored; `explanation`: anything else JSON-able it wants in the decision log."""
-
-    broker: str | None
-    scores: dict[str, float] | None = None
-    explanation: dict[str, Any] | None = None
 
 
 @runtime_checkable
@@ -142,22 +133,3 @@ def select_broker_explained(
     return Selection(select_broker_for_bundle(
         strategy, candidates, bundle_name, bundle_to_assign, load_data, conf))
 
-
-def choose(rng: random.Random, ties: Iterable[str]) -> str:
-    """Java picks "any" tied broker (ThreadLocalRandom over HashSet order); we pick over sorted ids."""
-    return rng.choice(sorted(ties))
-
-
-def weighted_max_usage(local: LocalBrokerData, conf: ServiceConfig) -> float:
-    """LocalBrokerData.getMaxResourceUsageWithWeight with the 4 configured weights (PIP-358), a fraction."""
-    return local.weighted_max_usage(conf)
-
-
-def placement_usage(local: LocalBrokerData, conf: ServiceConfig) -> float:
-    """The usage the overload gates of LeastLongTermMessageRate and MLMI's retry compare.
-
-    PIP-358 weighted usage; `emulator_unweighted_max_usage` selects the pre-PIP-358 unweighted max.
-    """
-    if conf.emulator_unweighted_max_usage:
-        return local.max_resource_usage()
-    return local.weighted_max_usage(conf)

@@ -12,7 +12,8 @@ import math
 from typing import TYPE_CHECKING
 
 from emulator.model.loaddata import preallocated_long_term_msg_rate
-from strategies.base import BasePlacementStrategy, Selection, choose, placement_usage
+from emulator.model.selection import Selection, choose, placement_usage
+from strategies.base import BasePlacementStrategy
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig

@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from strategies.base import BasePlacementStrategy, Selection, choose, weighted_max_usage
+from emulator.model.selection import Selection, choose, weighted_max_usage
+from strategies.base import BasePlacementStrategy
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from emulator.cli import UsageError, main, parse_duration
+from emulator.cli import main
+from emulator.model.durations import parse_flag_duration
+from emulator.model.errors import UsageError
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -54,16 +56,16 @@ def test_broker_conf_sets_keys_and_warns_once_about_unknown_ones(tmp_path):
     assert len(listed) == 1 and "zookeeperServers" in listed[0] and "brokerServicePort" in listed[0]
 
 
-@pytest.mark.parametrize("text,seconds", [("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("45s", 45),
-                                          ("10", 10)])
-def test_durations(text, seconds):
-    assert parse_duration(text) == seconds
+@pytest.mark.parametrize("text,seconds", [("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("1h 30m", 5400),
+                                          ("45s", 45), ("10", 10), ("250ms", 0.25)])
+def test_flag_durations_share_the_scenario_grammar(text, seconds):
+    assert parse_flag_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "abc", "-5", "0", "5x"])
+@pytest.mark.parametrize("text", ["", "abc", "-5", "0", "5x", "nan", "inf"])
 def test_bad_durations_name_the_flag_and_value(text):
-    with pytest.raises(UsageError, match="--duration"):
-        parse_duration(text)
+    with pytest.raises(UsageError, match=f"--record-interval = {text!r}: "):
+        parse_flag_duration(text, flag="--record-interval")
 
 
 HEAD = "[scenario]\nname = 'x'\ndescription = 'd'\nduration = '10m'\n"

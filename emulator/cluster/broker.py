@@ -590,7 +590,8 @@ class Broker(Actor):
         decides again (a hundred followers' views of every bundle would not fit in memory): a view
         rebuilt after a gap starts its bundle averages afresh. The view keeps its bundle windows
         as objects (`columnar=False`, the same numbers): a follower updates it at most once per
-        report interval, where the columns' faster updates do not pay for their memory (40 brokers x 26,000 bundles restart case: peak RSS 1.11 -> 0.93 GiB)."""
+        report interval, where the columns' faster updates do not pay for their memory (40 brokers x 26,000
+        bundles restart case: peak RSS 1.11 -> 0.93 GiB)."""
         from .modular_load_manager import ModularLoadManager
 
         now = self.now
@@ -612,16 +613,16 @@ class Broker(Actor):
                 lm = self._local_lm = ModularLoadManager(
                     self.conf, strategy, self.rng, broker_id=self.broker_id, columnar=False
                 )
-            available = await self.md.children(paths.BROKERS)
+            registered = await self.md.children(paths.BROKERS)
             reports: dict[str, LocalBrokerData | None] = {}
-            for b in available:
+            for b in registered:
                 node = await self.md.get(paths.broker_path(b))
                 reports[b] = (
                     None if node is None else self.decoded.get(
                         "report:" + b, node.data,
                         functools.partial(msgspec.json.decode, type=LocalBrokerData))
                 )
-            lm.update_all(available, reports, self.owned_bundle_names())
+            lm.update_all(registered, reports, self.owned_bundle_names())
             if self._local_lm is lm:
                 self._local_lm_time = now
                 self._local_lm_brokers = self.available_brokers

@@ -14,12 +14,18 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
   rejections within 60 s. An attach error (CommandError) fails that attach and closes nothing
   (ClientCnx.handleError);
 * a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
+
+Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of
+Pulsar's ConnectionHandler: `_grab_cnx` (grabCnx), `_on_broker` and `_attach` (getConnection, then
+connectionOpened), `_connection_failed` (connectionFailed, then reconnectLater) and `_connection_lost`
+(connectionClosed).
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+from enum import Enum
 from typing import Any
 
 import msgspec
@@ -114,34 +120,80 @@ class LookupRecord(msgspec.Struct):
 
 
 class ClientStats:
-    __slots__ = ("lookups", "lookups_connected", "lookups_failed", "lookup_redirects", "attaches",
-                 "attach_failures", "creation_failures", "reconnects", "connection_closes",
-                 "failures_by_reason")
+    """What the metrics, the summary and the tests read of a client's connecting."""
+
+    __slots__ = ("lookups", "lookups_failed", "lookup_redirects", "attach_failures", "reconnects",
+                 "connection_closes")
 
     def __init__(self) -> None:
-        self.lookups = self.lookups_connected = self.lookups_failed = self.lookup_redirects = 0
-        self.attaches = self.attach_failures = self.creation_failures = self.reconnects = 0
-        self.connection_closes = 0
-        self.failures_by_reason: dict[str, int] = {}
+        self.lookups = self.lookups_failed = self.lookup_redirects = 0
+        self.attach_failures = self.reconnects = self.connection_closes = 0
+
+
+class Phase(Enum):
+    """Where a producer or consumer is on its way to a broker: ConnectionHandler's attempt and the
+    handler's HandlerState in one (pulsar-client/src/main/java/org/apache/pulsar/client/impl/
+    ConnectionHandler.java: grabCnx, handleConnectionError, reconnectLater, connectionClosed; and
+    ProducerImpl/ConsumerImpl's connectionOpened and connectionFailed). Every transition, and the
+    method of Pulsar's that makes it:
+
+        (created)      -> BACKING_OFF   the first grabCnx, after 0 s
+        BACKING_OFF    -> LOOKING_UP    grabCnx: the topic's lookup (one per topic, shared)
+        LOOKING_UP     -> REDIRECTED    the lookup followed a Redirect (again and again)
+        LOOKING_UP,
+        REDIRECTED     -> CONNECTING    the lookup answered Connect: open the connection to the owner
+                                        and send CommandProducer / CommandSubscribe
+        CONNECTING     -> ATTACHED      connectionOpened: the broker accepted it (HandlerState Ready)
+        LOOKING_UP, REDIRECTED,
+        CONNECTING     -> BACKING_OFF   connectionFailed, then reconnectLater: after backoff.next()
+                       -> FAILED        connectionFailed when the handle was never created and its
+                                        operation timeout has passed (creation gives up)
+        ATTACHED       -> BACKING_OFF   connectionClosed (an unload, a closed or dropped connection)
+        any            -> CLOSED        the application closed it
+
+    A handle closed while an attempt is under way stays CLOSED: the attempt's steps still run to
+    their end (the broker may see the attach) but move it no more, except that a creation that then
+    times out fails it, as ProducerImpl.connectionFailed fails the creation future of any state.
+    `Handle.state` gives the four states observers read (HandlerState's Connecting, Ready, Failed,
+    Closed)."""
+
+    BACKING_OFF = "backing off"
+    LOOKING_UP = "looking up"
+    REDIRECTED = "redirected"
+    CONNECTING = "connecting"
+    ATTACHED = "attached"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+_STATE = {Phase.BACKING_OFF: "connecting", Phase.LOOKING_UP: "connecting", Phase.REDIRECTED: "connecting",
+          Phase.CONNECTING: "connecting", Phase.ATTACHED: "connected", Phase.FAILED: "failed",
+          Phase.CLOSED: "closed"}
+_ENDED = (Phase.FAILED, Phase.CLOSED)
+"""Phases an attempt still under way does not leave (see `PulsarClient._enter`)."""
 
 
 class Handle:
-    """A producer or consumer and its ConnectionHandler state."""
+    """A producer or consumer: its `phase` (see `Phase`), backoff and creation deadline."""
 
-    __slots__ = ("id", "topic", "kind", "state", "broker_id", "backoff", "created", "deadline",
-                 "down_since", "attempting")
+    __slots__ = ("id", "topic", "kind", "phase", "broker_id", "backoff", "created", "deadline",
+                 "down_since")
 
     def __init__(self, hid: int, topic: str, kind: HandleKind, backoff: Backoff, deadline: float) -> None:
         self.id = hid
         self.topic = topic
         self.kind = kind
-        self.state = "connecting"   # connecting | connected | failed | closed
-        self.broker_id: str | None = None
+        self.phase = Phase.BACKING_OFF
+        self.broker_id: str | None = None   # set while ATTACHED
         self.backoff = backoff
-        self.created = False
-        self.deadline = deadline
+        self.created = False                # attached once: the creation succeeded
+        self.deadline = deadline            # the creation fails past this (operation timeout)
         self.down_since: float | None = None
-        self.attempting = False   # a grabCnx chain (lookup, attach, backoff) is under way
+
+    @property
+    def state(self) -> str:
+        """connecting | connected | failed | closed."""
+        return _STATE[self.phase]
 
 
 def _transport_failure(error: BaseException, request: str) -> str:
@@ -207,7 +259,7 @@ class PulsarClient(Actor):
             reply.ok(self.create_handles(msg.topics, msg.kind, msg.per_topic))
         elif kind is CloseHandle:
             h = self.handles.get(msg.handle_id)
-            if h is not None and h.state == "connected":
+            if h is not None and h.phase is Phase.ATTACHED:
                 self._connection_lost(h, reason="closed by broker")
         elif kind is ConnectionClosed:
             self.close_connection(msg.broker_id, reason="connection dropped")
@@ -227,16 +279,16 @@ class PulsarClient(Actor):
                 h = Handle(hid, topic, kind, backoff, self.now + s.operation_timeout)
                 self.handles[hid] = h
                 ids.append(hid)
-                self._schedule(h, 0.0)
+                self.call_later(0.0, self._grab_cnx, h)   # BACKING_OFF for no time: the first grabCnx
         return ids
 
     async def close_handle(self, hid: int) -> None:
         h = self.handles.get(hid)
         if h is None:
             return
-        if h.state == "connected":
+        if h.phase is Phase.ATTACHED:
             self._connected -= 1
-        broker_id, h.state = h.broker_id, "closed"
+        broker_id, h.phase = h.broker_id, Phase.CLOSED
         if broker_id is not None:
             try:
                 await self.network.broker(broker_id).ask(
@@ -244,55 +296,29 @@ class PulsarClient(Actor):
             except (ActorDead, AskTimeout):
                 pass
 
-    # ------------------------------------------------------------------ connection handling
-
-    def _schedule(self, h: Handle, delay: float) -> None:
-        if h.attempting or h.state in ("closed", "failed"):
-            return
-        h.attempting = True
-        self.call_later(delay, self._grab_cnx, h)
-
-    def _connection_lost(self, h: Handle, reason: str) -> None:
-        """ConnectionHandler.connectionClosed: reconnect after backoff.next()."""
-        if h.state == "connected":
-            self._connected -= 1
-        h.state = "connecting"
-        h.broker_id = None
-        h.down_since = self.now
-        self.stats.reconnects += 1
-        self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id, reason=reason))
-        self._schedule(h, h.backoff.next(self.system.clock.now_ms()) / 1000.0)
-
-    def close_connection(self, broker_id: str, reason: str) -> None:
-        """Every handle attached through this connection reconnects (ClientCnx closed)."""
-        self.stats.connection_closes += 1
-        self._cnx.discard(broker_id)
-        self.network.disconnect(self.name, broker_id)
-        for h in list(self.handles.values()):
-            if h.state == "connected" and h.broker_id == broker_id:
-                self._connection_lost(h, reason)
+    # ------------------------------------------------------------------ the connect path (Phase)
 
     # Connecting is written as callbacks (Actor.call_later / ask_then), not as a task per handle:
     # a storm holds every producer's attempt at once (100,000 after a cluster restart), and a task
     # with its coroutine frames per producer was most of the client's cost and of the collector's
-    # work. The steps are ConnectionHandler's: grabCnx (a lookup, then the attach), then on a
-    # failure connectionFailed (fail the creation past its deadline) or reconnectLater (backoff).
+    # work. Each step below is one transition of `Phase`, in ConnectionHandler's order.
 
     def _grab_cnx(self, h: Handle) -> None:
-        if h.state != "connecting":
-            h.attempting = False
-            return
-        self._get_broker(h)
+        """grabCnx, when the backoff has passed: BACKING_OFF -> LOOKING_UP (the topic's lookup, which
+        ends in `_on_broker`). A handle closed or failed meanwhile stays so: the attempt ends here."""
+        if h.phase is Phase.BACKING_OFF:
+            self._get_broker(h)
 
     def _on_broker(self, h: Handle, broker_id: str | None, error: str | None) -> None:
-        """The lookup's answer: attach to the owner (after a wire round trip), or fail.
+        """The lookup's answer: LOOKING_UP / REDIRECTED -> CONNECTING, or connectionFailed.
 
-        The attach costs a connection to the owner if the client has none (`tcp_connect`) and the
+        Attaching costs a connection to the owner if the client has none (`tcp_connect`) and the
         CommandProducer / CommandSubscribe round trip (`producer_create` / `subscribe`); the topic's
         load at the owner is the broker's (topic_loader.py)."""
         if broker_id is None:
             self._connection_failed(h, error or "lookup failed")
             return
+        self._enter(h, Phase.CONNECTING)
         delay = 2 * self.network.latency + self._connect_time(broker_id) + self.latency(
             "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
         if delay > 0:
@@ -322,25 +348,13 @@ class PulsarClient(Actor):
         else:
             assert result is not None
             reason = self._attached(h, broker_id, result)
-        if reason is None:
-            h.attempting = False
-        else:
+        if reason is not None:
             self._connection_failed(h, reason)
 
-    def _connection_failed(self, h: Handle, reason: str) -> None:
-        """connectionFailed: fail the creation past its deadline, otherwise reconnectLater."""
-        if not h.created and self.now > h.deadline:
-            h.state = "failed"
-            h.attempting = False
-            self.stats.creation_failures += 1
-            self.events.emit(HandleFailed(client=self.name, topic=h.topic, handle=h.id, reason=reason,
-                                          since=h.deadline - self.settings.operation_timeout))
-            return
-        self.call_later(h.backoff.next(self.system.clock.now_ms()) / 1000.0, self._grab_cnx, h)
-
     def _attached(self, h: Handle, broker_id: str, result: AttachResult) -> str | None:
-        """The broker's answer to an attach: None once connected, else the failure reason."""
-        if h.state != "connecting":
+        """connectionOpened: CONNECTING -> ATTACHED, or the failure reason. A handle closed meanwhile
+        ends its attempt here (None)."""
+        if h.phase is not Phase.CONNECTING:
             return None
         if not result.ok:
             # ClientCnx.handleError completes the request exceptionally and keeps the connection:
@@ -350,9 +364,8 @@ class PulsarClient(Actor):
             if result.connection_refused:
                 self._cnx.discard(broker_id)   # the next try opens (and pays for) a new connection
             return f"attach failed: {result.error.value if result.error else ''}"
-        self.stats.attaches += 1
         self.network.connect(self.name, broker_id)
-        h.state = "connected"
+        h.phase = Phase.ATTACHED
         self._connected += 1
         h.broker_id = broker_id
         h.created = True
@@ -365,6 +378,43 @@ class PulsarClient(Actor):
             self.events.emit(HandleConnected(client=self.name, topic=h.topic, handle=h.id,
                                              broker=broker_id))
         return None
+
+    def _connection_failed(self, h: Handle, reason: str) -> None:
+        """connectionFailed: -> FAILED when the creation is past its deadline, otherwise reconnectLater:
+        -> BACKING_OFF, grabCnx after backoff.next()."""
+        if not h.created and self.now > h.deadline:
+            h.phase = Phase.FAILED
+            self.events.emit(HandleFailed(client=self.name, topic=h.topic, handle=h.id, reason=reason,
+                                          since=h.deadline - self.settings.operation_timeout))
+            return
+        delay = h.backoff.next(self.system.clock.now_ms()) / 1000.0
+        self._enter(h, Phase.BACKING_OFF)
+        self.call_later(delay, self._grab_cnx, h)
+
+    def _connection_lost(self, h: Handle, reason: str) -> None:
+        """connectionClosed: ATTACHED -> BACKING_OFF, grabCnx after backoff.next()."""
+        self._connected -= 1
+        h.phase = Phase.BACKING_OFF
+        h.broker_id = None
+        h.down_since = self.now
+        self.stats.reconnects += 1
+        self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id, reason=reason))
+        self.call_later(h.backoff.next(self.system.clock.now_ms()) / 1000.0, self._grab_cnx, h)
+
+    def close_connection(self, broker_id: str, reason: str) -> None:
+        """Every handle attached through this connection reconnects (ClientCnx closed)."""
+        self.stats.connection_closes += 1
+        self._cnx.discard(broker_id)
+        self.network.disconnect(self.name, broker_id)
+        for h in list(self.handles.values()):
+            if h.phase is Phase.ATTACHED and h.broker_id == broker_id:
+                self._connection_lost(h, reason)
+
+    @staticmethod
+    def _enter(h: Handle, phase: Phase) -> None:
+        """Move `h` to `phase` unless it is FAILED or CLOSED: an attempt under way ends there."""
+        if h.phase not in _ENDED:
+            h.phase = phase
 
     # ------------------------------------------------------------------ lookups
 
@@ -409,8 +459,10 @@ class PulsarClient(Actor):
         (lookupInProgress); the answer goes to every handle waiting on it (`_on_broker`)."""
         lookup = self._lookups.get(h.topic)
         if lookup is not None:
+            h.phase = Phase.REDIRECTED if lookup.redirects else Phase.LOOKING_UP
             lookup.waiters.append(h)
             return
+        h.phase = Phase.LOOKING_UP
         topic = h.topic
         self.stats.lookups += 1
         rid = next(self._request_ids)
@@ -456,11 +508,12 @@ class PulsarClient(Actor):
         lookup.record.hops.append((broker.name, lookup.authoritative, resp.response.value))
         if resp.response is LookupType.CONNECT:
             lookup.record.outcome = f"Connect:{resp.broker_id}"
-            self.stats.lookups_connected += 1
             self._lookup_ended(lookup, resp.broker_id, None)
         elif resp.response is LookupType.REDIRECT:
             self.stats.lookup_redirects += 1
             lookup.redirects += 1
+            for h in lookup.waiters:
+                self._enter(h, Phase.REDIRECTED)
             lookup.address = resp.broker_id
             lookup.authoritative = resp.authoritative
             self._lookup_send(lookup)
@@ -474,10 +527,7 @@ class PulsarClient(Actor):
         return lookup.redirects == 0 and self.settings.service_url == "service"
 
     def _lookup_failed(self, lookup: _Lookup, reason: str) -> None:
-        stats = self.stats
-        stats.lookups_failed += 1
-        key = reason.split(":", 1)[0]
-        stats.failures_by_reason[key] = stats.failures_by_reason.get(key, 0) + 1
+        self.stats.lookups_failed += 1
         lookup.record.outcome = f"Failed:{reason}"
         self._lookup_ended(lookup, None, reason)
 
@@ -520,6 +570,3 @@ class PulsarClient(Actor):
 
     def connected_count(self) -> int:
         return self._connected
-
-    def pending_count(self) -> int:
-        return sum(1 for h in self.handles.values() if h.state == "connecting")

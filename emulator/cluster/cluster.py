@@ -7,8 +7,9 @@ condition). Several clusters can live in one process: nothing here is global.
 
 from __future__ import annotations
 
+import random
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterable, TypedDict
 
 import anyio
 import msgspec
@@ -489,7 +490,12 @@ def _pulsar_key(key: str) -> str:
         return key
 
 
-def _store_latency(latencies: Latencies) -> dict[str, object]:
+class _StoreLatency(TypedDict, total=False):
+    op_latency: float
+    latency_fn: Callable[[random.Random], float]
+
+
+def _store_latency(latencies: Latencies) -> _StoreLatency:
     """The store's arguments for `metadata_op`: a constant as op_latency, else a draw per op."""
     d = latencies.metadata_op
     if isinstance(d, Constant):

@@ -32,7 +32,7 @@ class DecodeCache:
         hit = self._entries.get(key)
         if hit is not None and (hit[0] is data or hit[0] == data):
             self.hits += 1
-            return hit[1]  # type: ignore[no-any-return]
+            return hit[1]
         self.misses += 1
         value = make(data)
         self._entries[key] = (data, value)

@@ -75,6 +75,7 @@ from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .modular_load_manager import ModularLoadManager
 from .policy_cache import PolicyCache
+from .strategy_pair import create_pair
 from . import user_faults
 from .user_faults import UserCodeError, call_user
 
@@ -100,9 +101,7 @@ class LoadManagerLeader(Actor):
         self.conf = broker.conf
         self.events = broker.events
         self.md = MetadataClient(self, broker.md.store_name)
-        import shedders
-
-        self.placement, self.shedder = shedders.create_pair(
+        self.placement, self.shedder = create_pair(
             placement_name or self.conf.load_balancer_load_placement_strategy,
             shedder_name or self.conf.load_balancer_load_shedding_strategy, rng=self.rng)
         self.lm: ModularLoadManager | None = None

@@ -119,12 +119,6 @@ class SelectBrokerForAssignment(msgspec.Struct, frozen=True):
     non_persistent: bool = False
 
 
-class Tick(msgspec.Struct, frozen=True):
-    """A periodic task's wake-up delivered through the mailbox, so it is serialised with messages."""
-
-    name: str
-
-
 # --------------------------------------------------------------------------- admin / leader -> owner
 
 

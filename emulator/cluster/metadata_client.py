@@ -40,7 +40,6 @@ from emulator.cluster.metadata_messages import (
     SessionExpired,
     Set,
     Stat,
-    Unwatch,
     Watch,
 )
 from emulator.cluster.metadata_store import DEFAULT_SESSION_TIMEOUT, DEFAULT_STORE_NAME
@@ -164,9 +163,6 @@ class MetadataClient:
         """Notifications for changes at or under `prefix` arrive in the owner's mailbox; returns the
         prefix node's children at the moment the watch was set."""
         return await self._ask(Watch(prefix, self.owner.name))
-
-    async def unwatch(self, prefix: str) -> None:
-        await self._ask(Unwatch(prefix, self.owner.name))
 
     # -- resource locks (Pulsar's ResourceLockImpl) -----------------------------------------
 

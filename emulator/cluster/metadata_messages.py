@@ -40,7 +40,6 @@ __all__ = [
     "SessionExpired",
     "Set",
     "Stat",
-    "Unwatch",
     "Watch",
 ]
 
@@ -239,13 +238,6 @@ class Watch(msgspec.Struct, frozen=True):
     """-> the prefix node's sorted children ([] if absent), as ZooKeeper's getChildren(path, watch).
     Persistent recursive watch: `subscriber` (an actor name) is told a Notification for every change
     at or under `prefix`."""
-
-    prefix: str
-    subscriber: str
-
-
-class Unwatch(msgspec.Struct, frozen=True):
-    """-> None. Removes one watch of `subscriber` (no-op if absent)."""
 
     prefix: str
     subscriber: str

@@ -62,7 +62,6 @@ from emulator.cluster.metadata_messages import (
     SessionExpired,
     Set,
     Stat,
-    Unwatch,
     Watch,
 )
 from emulator.runtime import Actor, ActorDead, ActorSystem, Reply
@@ -428,7 +427,6 @@ class MetadataStore(Actor):
             CloseSession: self._on_close_session,
             ExpireSession: self._on_expire_session,
             Watch: self._on_watch,
-            Unwatch: self._on_unwatch,
             Dump: self._on_dump,
         }
 
@@ -573,14 +571,6 @@ class MetadataStore(Actor):
         self._watches.setdefault(msg.subscriber, {})[prefix] = None
         # as ZooKeeper's getChildren(path, watch): the watch is set and the children come back
         return self.tree.children(prefix), []
-
-    def _on_unwatch(self, msg: Unwatch) -> tuple[Any, list[Notification]]:
-        prefixes = self._watches.get(msg.subscriber)
-        if prefixes is not None:
-            prefixes.pop(msg.prefix, None)
-            if not prefixes:
-                del self._watches[msg.subscriber]
-        return None, []
 
     def _on_dump(self, msg: Dump) -> tuple[Any, list[Notification]]:
         return self.tree.dump(), []

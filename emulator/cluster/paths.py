@@ -39,10 +39,6 @@ ADMIN = "/admin"
 CLUSTERS = "/admin/clusters"
 
 
-def cluster_path(cluster: str) -> str:
-    return f"{CLUSTERS}/{cluster}"
-
-
 def isolation_policies_path(cluster: str) -> str:
     return f"{CLUSTERS}/{cluster}/namespaceIsolationPolicies"
 

@@ -24,7 +24,7 @@ with the HTTP status and message Pulsar's REST API gives.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -42,7 +42,8 @@ from .metadata_client import BadVersion, MetadataClient
 from .policy_cache import decode_isolation_policies
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .cluster import Cluster
+    from .events import ClusterEvents
+    from .metadata_store import MetadataStore
 
 __all__ = ["PolicyAdmin", "PolicyAdminError", "isolation_policy_from"]
 
@@ -74,10 +75,24 @@ def isolation_policy_from(data: Any) -> NamespaceIsolationPolicy:
     return policy
 
 
+class AdminTarget(Protocol):
+    """What the admin uses of its cluster (`Cluster` is one): the store, to answer a GET at this instant,
+    the event stream, and namespace unloads. A protocol, so that this module does not import cluster.py,
+    which builds it."""
+
+    @property
+    def store(self) -> MetadataStore: ...
+
+    @property
+    def events(self) -> ClusterEvents: ...
+
+    async def unload_namespace(self, namespace: str) -> Any: ...
+
+
 class PolicyAdmin:
     """The operator's admin client for one cluster's placement policies."""
 
-    def __init__(self, md: MetadataClient, cluster_name: str, cluster: "Cluster | None" = None) -> None:
+    def __init__(self, md: MetadataClient, cluster_name: str, cluster: AdminTarget | None = None) -> None:
         self.md = md
         self.cluster_name = cluster_name
         self.cluster = cluster
@@ -95,12 +110,14 @@ class PolicyAdmin:
         if kind == "isolation":
             data = store.peek(paths.isolation_policies_path(self.cluster_name))
             if data is None:
-                raise PolicyAdminError(404, f"NamespaceIsolationPolicies for cluster {self.cluster_name} does not exist")
+                raise PolicyAdminError(
+                    404, f"NamespaceIsolationPolicies for cluster {self.cluster_name} does not exist")
             policies = decode_isolation_policies(data)
             if name is None:
                 return policies
             if name not in policies:
-                raise PolicyAdminError(404, f"Cannot find NamespaceIsolationPolicy {name} for cluster {self.cluster_name}")
+                raise PolicyAdminError(
+                    404, f"Cannot find NamespaceIsolationPolicy {name} for cluster {self.cluster_name}")
             return policies[name]
         if kind == "domains":
             root = paths.failure_domains_root(self.cluster_name)

@@ -76,7 +76,6 @@ class PolicyCache:
         self._stale_isolation = True
         self._stale_domains = True
         self._stale_local = True
-        self.refreshes = 0
         self._busy: anyio.Event | None = None  # set while a refresh reads: one at a time
 
     async def watch(self) -> None:
@@ -138,7 +137,6 @@ class PolicyCache:
                     await self._read_local(f"{tenant}/{ns}")
         self.view = PolicyView(ClusterPolicies(isolation=dict(self._isolation), failure_domains=dict(self._domains)),
                                local_policies=self._local)
-        self.refreshes += 1
 
     async def _read_isolation(self) -> dict[str, NamespaceIsolationPolicy]:
         node = await self.md.get(self._isolation_path)

@@ -136,6 +136,7 @@ class BrokerWindows:
             if c.key == seg.key and seg.until <= now:
                 # the same tables and model, past a breakpoint of the traffic (a noise interval,
                 # a spike's edge): close each piece where it ends
+                assert curves is not None        # c came from it
                 while seg.until <= now:
                     t = seg.until
                     self._integrate(t)

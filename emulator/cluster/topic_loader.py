@@ -47,9 +47,6 @@ class TopicLoader:
     def pending(self) -> int:
         return len(self._pending)
 
-    def is_loading(self, key: Hashable) -> bool:
-        return key in self._loading
-
     def load(self, key: Hashable, done: Callable[[], Any]) -> None:
         """Run `done()` once `key` is loaded: at once if the load takes no time and a permit is free;
         a load of `key` already in flight is joined."""

@@ -264,7 +264,7 @@ class BundleColumns:
         grid = np.zeros((count, longest, 8), dtype=np.float64)
         grid[owner, position] = values
         with np.errstate(over="ignore", invalid="ignore"):
-            return (grid.cumsum(axis=1)[:, -1] + 0.0).tolist()  # type: ignore[no-any-return]
+            return (grid.cumsum(axis=1)[:, -1] + 0.0).tolist()
 
     # ------------------------------------------------------------------ objects
 

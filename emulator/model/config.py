@@ -30,6 +30,8 @@ from typing import Any
 
 import msgspec
 
+from .errors import ConfigError
+
 __all__ = [
     "ConfigError",
     "DYNAMIC_KEYS",
@@ -45,12 +47,7 @@ __all__ = [
     "runtime_configuration",
     "validate_dynamic_configuration",
 ]
-
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
-
-
-class ConfigError(ValueError):
-    """A broker.conf value (or override) that Pulsar would reject or break on."""
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True):

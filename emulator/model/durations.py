@@ -1,7 +1,8 @@
-"""Durations as people write them in scenario files: "90m", "2h", "1h30m", "30s", "250ms", or seconds.
+"""Durations as people write them: "90m", "2h", "1h30m" (or "1h 30m"), "30s", "250ms", or seconds.
 
-A pure function of the model layer, so every layer may use it: scenario files, the CLI's flags (the same
-grammar), `Cluster.wait_until(pred, timeout="5m")` and the testing helpers. Milliseconds are allowed
+The one grammar of the project, in the model layer so every layer uses it: scenario files, the command's
+flags (`parse_flag_duration`: the same grammar, > 0, UsageError naming the flag), the pipeline's
+`--window`, `Cluster.wait_until(pred, timeout="5m")` and the testing helpers. Milliseconds are allowed
 (metadata-store and network latencies are sub-second).
 """
 
@@ -10,9 +11,12 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["format_duration", "parse_duration"]
+from .errors import UsageError
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+__all__ = ["format_duration", "parse_duration", "parse_flag_duration"]
+
+_PART = re.compile(r"\s*(\d+(?:\.\d+)?)(ms|h|m|s)")  # parts may be spaced: "1h 30m"
+_EXAMPLES = "a duration like 90m, 2h, 1h30m, 30s, 250ms or a number of seconds"
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
@@ -53,8 +57,20 @@ def _parse_text(text: str) -> float:
         total += float(m.group(1)) * _UNIT[m.group(2)]
         pos = m.end()
     if not body or pos != len(body):
-        raise ValueError("expected a duration like 90m, 2h, 1h30m, 30s, 250ms or a number of seconds")
+        raise ValueError(f"expected {_EXAMPLES}")
     return sign * total
+
+
+def parse_flag_duration(text: str, *, flag: str = "--duration") -> float:
+    """A command-line flag's duration in seconds: the grammar above, positive and finite, or UsageError
+    naming the flag and the value (`--window = '0': must be a positive, finite duration`)."""
+    try:
+        seconds = parse_duration(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} = {text!r}: expected {_EXAMPLES}") from None
+    if not seconds > 0:
+        raise UsageError(f"{flag} = {text!r}: must be a positive, finite duration")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:

@@ -15,7 +15,7 @@ import math
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
 import numpy as np
@@ -189,7 +189,7 @@ def sum_bundle_stats(stats: Mapping[str, NamespaceBundleStats]) -> NamespaceBund
 class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     """What each broker writes to `/loadbalance/brokers/<id>`; the leader reads it.
 
-    Equality is field-wise (Java's `equals` compares only the four URLs; use `url_key()` for that).
+    Equality is field-wise (Java's `equals` compares only the four URLs).
     The instance `__dict__` (never encoded) holds the last weighted usage and what it was made from.
     """
 
@@ -219,15 +219,6 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     last_update: int = 0
     broker_version_string: str = ""
     load_manager_class_name: str = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
-
-    def url_key(self) -> tuple[str, str, str, str]:
-        """The four URLs Java's `equals`/`hashCode` use (the data doubles as the broker's lock value)."""
-        return (
-            self.web_service_url,
-            self.web_service_url_tls,
-            self.pulsar_service_url,
-            self.pulsar_service_url_tls,
-        )
 
     def percent_usages(self) -> dict[str, float]:
         """`percent_usage()` of each of the five resources, by field name (the metrics' gauges read
@@ -467,29 +458,25 @@ class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
         bundle_data: Mapping[str, BundleData],
         default_stats: NamespaceBundleStats,
     ) -> None:
-        """Recompute the sums over `bundles`; a bundle without BundleData counts as `default_stats`."""
+        """Recompute the sums over `bundles`; a bundle without BundleData counts as `default_stats` in
+        both windows (the same four fields, so one loop body adds either)."""
         s_ri = s_ro = s_ti = s_to = l_ri = l_ro = l_ti = l_to = 0.0
+        short: TimeAverageMessageData | NamespaceBundleStats
+        long: TimeAverageMessageData | NamespaceBundleStats
         for bundle in bundles:
             data = bundle_data.get(bundle)
             if data is None:
-                s_ri += default_stats.msg_rate_in
-                s_ro += default_stats.msg_rate_out
-                s_ti += default_stats.msg_throughput_in
-                s_to += default_stats.msg_throughput_out
-                l_ri += default_stats.msg_rate_in
-                l_ro += default_stats.msg_rate_out
-                l_ti += default_stats.msg_throughput_in
-                l_to += default_stats.msg_throughput_out
+                short = long = default_stats
             else:
                 short, long = data.short_term_data, data.long_term_data
-                s_ri += short.msg_rate_in
-                s_ro += short.msg_rate_out
-                s_ti += short.msg_throughput_in
-                s_to += short.msg_throughput_out
-                l_ri += long.msg_rate_in
-                l_ro += long.msg_rate_out
-                l_ti += long.msg_throughput_in
-                l_to += long.msg_throughput_out
+            s_ri += short.msg_rate_in
+            s_ro += short.msg_rate_out
+            s_ti += short.msg_throughput_in
+            s_to += short.msg_throughput_out
+            l_ri += long.msg_rate_in
+            l_ro += long.msg_rate_out
+            l_ti += long.msg_throughput_in
+            l_to += long.msg_throughput_out
         self.short_term_msg_rate_in = s_ri
         self.short_term_msg_rate_out = s_ro
         self.short_term_msg_throughput_in = s_ti
@@ -503,7 +490,7 @@ class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
 # --- The leader's view -----------------------------------------------------------------------------
 
 
-class PreallocatedBundles(dict):  # type: ignore[type-arg]
+class PreallocatedBundles(dict):
     """`BrokerData.preallocated_bundle_data` as the load manager keeps it: a plain {bundle: BundleData}
     dict that also knows the sum of its bundles' long-term msg rate (in + out) and topics.
 
@@ -584,9 +571,11 @@ class PreallocatedBundles(dict):  # type: ignore[type-arg]
         self.invalidate()
         super().update(*args, **kwargs)
 
-    def __ior__(self, other: Any) -> PreallocatedBundles:
+    # typeshed's dict.__or__ overloads (a wider dict for other key types) admit no __ior__ override
+    # that mypy accepts, not even one with dict.__ior__'s own signature
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]
         self.invalidate()
-        return super().__ior__(other)  # type: ignore[no-any-return]
+        return super().__ior__(other)
 
 
 def preallocated_long_term_msg_rate(preallocated: Mapping[str, BundleData]) -> float:
@@ -622,7 +611,7 @@ class BrokerData(msgspec.Struct, rename="camel"):
     preallocated_bundle_data: dict[str, BundleData] = {}
 
 
-class SheddingView(dict):  # type: ignore[type-arg]
+class SheddingView(dict):
     """`LoadData.bundle_data_for_load_shedding()`: a plain {bundle: BundleData} dict in the leader's
     map order, which also knows each bundle's position in that order.
 

@@ -54,7 +54,9 @@ def _splitting(broker: object, b1: str, b2: str) -> bool:
     """A parent and its child on the one broker that is splitting the parent: splitAndOwnBundle holds
     the children's locks before it releases the parent, as Pulsar's OwnershipCache does."""
     splitting = getattr(broker, "splitting", None)
-    return bool(splitting) and (b1 in splitting or b2 in splitting)
+    if not splitting:
+        return False
+    return b1 in splitting or b2 in splitting
 
 
 class InvariantChecker:
@@ -95,10 +97,6 @@ class InvariantChecker:
         if found and self.stop_on_first:
             raise InvariantViolation(found)
         return found
-
-    def raise_if_violated(self) -> None:
-        if self.violations:
-            raise InvariantViolation(self.violations)
 
     # ------------------------------------------------------------------ the checks
 
@@ -141,7 +139,7 @@ class InvariantChecker:
         self._parsed = parsed
         for ranges in by_ns.values():
             ranges.sort()
-            for (l1, u1, b1, o1), (l2, u2, b2, o2) in zip(ranges, ranges[1:]):
+            for (_l1, u1, b1, o1), (l2, _u2, b2, o2) in zip(ranges, ranges[1:]):
                 if l2 < u1 and b1 != b2:
                     out.append((f"overlapping bundles {b1} ({o1}) and {b2} ({o2})", b1, o1, b2, o2))
         return out

@@ -1,8 +1,9 @@
 """KPIs of one run over any window of emulated time, from its time-stamped observations (`timeline.py`).
 
-One registry, `KPIS`: the roll-up's KPI columns by the same names and with the same definitions
-(emulator/pipeline/rollup.py's docstring; tests/pipeline/reference.py recomputes both), computed in
-plain Python for a scope [start, end] instead of the roll-up's fixed windows, plus the publish KPIs.
+One registry, `KPIS` (`emulator/model/kpi_registry.py`): the roll-up's KPI columns by the same names
+and with the same definitions (emulator/pipeline/rollup.py's docstring; tests/pipeline/reference.py
+recomputes both), computed in plain Python for a scope [start, end] instead of the roll-up's fixed
+windows, plus the publish KPIs.
 A KPI over a window is computed from what was observed inside it, never from end totals:
 
 * balance and overload figures from the sample ticks in the window (overload time cut at its end);
@@ -27,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from emulator.model.kpi_registry import KPIS, WHOLE_RUN_ONLY, Kpi
 from emulator.model.stats import percentile, tdtv
 
 from .timeline import COUNTERS, RATE, THROUGHPUT, USAGE, Timeline
@@ -37,62 +39,6 @@ BALANCE_BOUND = 10.0
 """Time to balance: usage range below this many percentage points (the roll-up's --balance-bound)."""
 BALANCE_MINUTES = 5.0
 """... held this many minutes (the roll-up's --balance-minutes)."""
-
-
-class Kpi(msgspec.Struct, frozen=True):
-    name: str
-    doc: str
-
-
-def _k(name: str, doc: str) -> Kpi:
-    return Kpi(name, doc)
-
-
-_REGISTRY = (
-    _k("balance_max_over_mean", "mean over ticks of max/mean broker usage"),
-    _k("balance_range", "mean over ticks of max - min broker usage, percentage points"),
-    _k("balance_range_max", "largest max - min broker usage at a tick, percentage points"),
-    _k("balance_std", "mean over ticks of the population std of broker usage"),
-    _k("balance_cv", "mean over ticks of std/mean broker usage"),
-    _k("msg_rate_max_min_ratio", "mean over ticks of max/min broker msg rate (in + out)"),
-    _k("throughput_max_min_ratio", "mean over ticks of max/min broker throughput (in + out)"),
-    _k("overloaded_broker_seconds", "broker-seconds at or above the overload threshold"),
-    _k("overloaded_seconds_max", "the most overloaded seconds of one broker"),
-    _k("overloaded_brokers", "brokers overloaded at some tick"),
-    _k("unloads", "the shedder's unloads (decision log)"),
-    _k("unloads_per_hour", "unloads per hour of the window"),
-    _k("repeat_unloads", "unloads of a bundle unloaded within the grace period before"),
-    _k("splits", "bundle splits"),
-    _k("splits_per_hour", "splits per hour of the window"),
-    _k("bundle_moves", "bundles that became owned by another broker"),
-    _k("lookups", "lookups answered with an owner (broker counters)"),
-    _k("lookup_redirects", "lookups answered with a redirect"),
-    _k("lookup_failures", "lookups that failed"),
-    _k("reconnects", "client handles reconnected"),
-    _k("reconnect_latency_mean", "mean seconds from disconnect to reconnect"),
-    _k("reconnect_latency_p50", "median reconnect latency, s"),
-    _k("reconnect_latency_p99", "P99 reconnect latency, s"),
-    _k("reconnect_latency_max", "longest reconnect latency, s"),
-    _k("unavailable_topics", "topics with an outage"),
-    _k("unavailable_topic_seconds", "topic-seconds with at least one handle down"),
-    _k("unavailable_topic_seconds_p50", "median outage seconds over topics with one"),
-    _k("unavailable_topic_seconds_p99", "P99 outage seconds over topics with one"),
-    _k("unavailable_topic_seconds_max", "longest outage of a topic, s"),
-    _k("scenario_events", "scenario events"),
-    _k("time_to_balance_mean", "mean seconds from a scenario event to a balanced cluster"),
-    _k("time_to_balance_max", "most seconds from a scenario event to a balanced cluster"),
-    _k("events_never_balanced", "scenario events after which the cluster never balanced"),
-    _k("thrashing_tdtv_pct", "mean over brokers of the usage's thrashing (asim tdtv, percent)"),
-    _k("thrashing_tdtv", "sum over brokers of the usage's thrashing, percentage points"),
-    _k("publish_messages", "messages acknowledged"),
-    _k("publish_failed", "failed sends (send timeout, queue full, producer closed)"),
-    _k("publish_p50", "publish latency P50 over the whole run, s"),
-    _k("publish_p99", "publish latency P99 over the whole run, s"),
-    _k("publish_p999", "publish latency P99.9 over the whole run, s"),
-    _k("publish_p9999", "publish latency P99.99 over the whole run, s"),
-)
-KPIS: dict[str, Kpi] = {k.name: k for k in _REGISTRY}
-WHOLE_RUN_ONLY = frozenset({"publish_p50", "publish_p99", "publish_p999", "publish_p9999"})
 
 
 class Scope(msgspec.Struct, frozen=True):
@@ -169,7 +115,7 @@ class _Facts:
                 prev = v
         # unloads with their repeat flag (looking back over the whole run)
         grace = 60.0 * tl.setting("loadBalancerSheddingGracePeriodMinutes", 30.0)
-        last: dict[str, float] = {}
+        last: dict[str | None, float] = {}
         self.unloads: list[tuple[float, bool]] = []
         for d in sorted((d for d in tl.decisions if d["decision"] == "unload"), key=lambda d: d["t"]):
             repeat = d.get("bundle") in last and d["t"] - last[d["bundle"]] <= grace
@@ -183,7 +129,7 @@ class _Facts:
     def _outages(self) -> None:
         events = self.tl.events
         self.reconnects = [e for e in events if e["kind"] == "handle_reconnected" and e.get("unavailable") is not None]
-        intervals: dict[str, list[tuple[float, float]]] = {}
+        intervals: dict[str | None, list[tuple[float, float]]] = {}   # None: an event without a topic
         for e in self.reconnects:
             intervals.setdefault(e["topic"], []).append((e["t"] - e["unavailable"], e["t"]))
         downs: dict[tuple, float] = {}
@@ -306,6 +252,3 @@ def compute(tl: Timeline, scopes: list[Scope], *, bound: float = BALANCE_BOUND,
     facts = _Facts(tl, bound, minutes)
     return [facts.scope(s) for s in scopes]
 
-
-def whole_run(tl: Timeline) -> Scope:
-    return Scope(tl.t0, tl.span, True)

@@ -156,7 +156,7 @@ class _Tally:
         self.topic_loads: dict[str, int] = {}        # broker -> topics loaded there so far
         self.down: dict[tuple[str, int], float] = {}  # (client, handle) -> disconnected since (s)
         self.failed: dict[tuple[str, int], float] = {}  # (client, handle) -> created (s); creation failed
-        self._cycle_brokers: set[str] = set()
+        self._cycle_brokers: set[str | None] = set()
         self._owner: dict[str, str] = dict(cluster.ownership())
         self._loaded: dict[str, set[str]] = {}        # broker -> topics currently loaded there
         for broker_id, broker in cluster.brokers.items():
@@ -429,6 +429,7 @@ class _ClusterCollector:
         yield g
 
         unload = ("cluster", "metric")
+        value: float
         for metric_name, value, doc in (
                 ("pulsar_lb_unload_broker_total", tally.unload_brokers,
                  "Brokers that had bundles unloaded, once per shedding cycle (Pulsar types it gauge)"),
@@ -578,7 +579,7 @@ class ClusterMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.tally = _Tally(cluster)
         self._collector = _ClusterCollector(cluster, self.tally)
-        self.registry.register(self._collector)  # type: ignore[arg-type]
+        self.registry.register(self._collector)
 
     def close(self) -> None:
         """Stop listening to the cluster's events (the registry stays readable)."""

@@ -185,10 +185,15 @@ class _Rates:
 class _Grown:
     """Float arrays indexed by topic, grown by doubling."""
 
-    def __init__(self, *names: str) -> None:
-        self.names = names
+    names = ("producers", "since", "sent", "window_total")
+    producers: np.ndarray
+    since: np.ndarray
+    sent: np.ndarray
+    window_total: np.ndarray
+
+    def __init__(self) -> None:
         self.capacity = 0
-        for name in names:
+        for name in self.names:
             setattr(self, name, np.zeros(0))
 
     def ensure(self, n: int) -> None:
@@ -216,7 +221,7 @@ class PublishAccounting:
         self._rates = _Rates(cluster.load_source, cluster.system.clock.now())
         # per topic index: producers, rate integral when the first came, messages of closed spells,
         # messages of finished outage windows (delivered or failed)
-        self._a = _Grown("producers", "since", "sent", "window_total")
+        self._a = _Grown()
         self._a.ensure(len(self._rates.names))
         self._topics: dict[int, _Topic] = {}     # topics that had an outage
         self._down: dict[tuple[str, int], _Down] = {}

@@ -107,19 +107,15 @@ class _LineFile:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lines: list[bytes] = []
-        self._count = 0
         self._size = 0
-        self.lines_written = 0
 
     def add(self, line: bytes) -> None:
         self._lines.append(line)
-        self._count += 1
         self._size += len(line)
 
-    def add_block(self, lines: bytes, count: int) -> None:
-        """`count` whole lines in one bytes (a sample block)."""
+    def add_block(self, lines: bytes) -> None:
+        """Whole lines in one bytes (a sample block)."""
         self._lines.append(lines)
-        self._count += count
         self._size += len(lines)
 
     @property
@@ -130,15 +126,12 @@ class _LineFile:
         if not self._lines or self._fd < 0:
             return
         data = b"".join(self._lines)
-        n = self._count
         self._lines.clear()
-        self._count = 0
         self._size = 0
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        self.lines_written += n
 
     def close(self) -> None:
         self.flush()
@@ -280,14 +273,14 @@ class Recorder:
             series = self._series
             if len(series) > 4 * n + 1024:      # series that have gone (bundles, brokers)
                 series.clear()
-            middles = [series.get(key) for key in keys]
-            if None in middles:
-                for i, key in enumerate(keys):
-                    if middles[i] is None:
-                        name, label_names, label_values = key
-                        middles[i] = series[key] = (b',"name":' + encode(name) + b',"labels":'
-                                                    + encode(dict(zip(label_names, label_values)))
-                                                    + b',"value":')
+            middles = []
+            for key in keys:
+                middle = series.get(key)
+                if middle is None:
+                    name, label_names, label_values = key
+                    middle = series[key] = (b',"name":' + encode(name) + b',"labels":'
+                                            + encode(dict(zip(label_names, label_values))) + b',"value":')
+                middles.append(middle)
             self._last_keys, self._last_middles = keys, middles
         values = [value for _, value in rows]
         encoded = encode(values)[1:-1].split(b",")
@@ -298,7 +291,7 @@ class Recorder:
         parts[0::3] = middles
         parts[1::3] = encoded
         parts[-1] = b"}\n"
-        self.samples.add_block(head + b"".join(parts), n)
+        self.samples.add_block(head + b"".join(parts))
         return n
 
     async def run(self) -> None:

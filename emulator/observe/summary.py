@@ -176,10 +176,10 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     lines: list[BrokerLine] = []
     for b in cluster.live_brokers():
         broker = cluster.brokers[b]
-        topics = sum(len(o.actor.topics) for o in broker.owned.values() if o.active and o.actor)
+        owned_topics = sum(len(o.actor.topics) for o in broker.owned.values() if o.active and o.actor)
         local = broker.local_data
         lines.append(BrokerLine(broker=b, leader=b == leader, bundles=len(broker.owned_bundle_names()),
-                                topics=topics, max_usage=broker_max_usage(local, cluster.conf),
+                                topics=owned_topics, max_usage=broker_max_usage(local, cluster.conf),
                                 msg_rate=local.msg_rate_in + local.msg_rate_out))
     usages = [line.max_usage for line in lines]
     rates = [line.msg_rate for line in lines]

@@ -2,47 +2,24 @@
 
     add_rollup_parser(subparsers); add_sweep_parser(subparsers); add_report_parser(subparsers)
 
-Each sets `func=` to a handler `(args) -> exit code`. Bad input raises `emulator.cli.UsageError` with one
-line naming the flag and the value; the main CLI turns that into exit code 2. Parsing helpers
-(`parse_seeds`, `parse_grid`, ...) are plain functions so tests and notebooks can use them too.
+Each sets `func=` to a handler `(args) -> exit code`. Bad input raises `emulator.model.errors.UsageError`
+with one line naming the flag and the value; the main CLI turns that into exit code 2. Parsing helpers
+(`parse_seeds`, `parse_grid`, and `options.py`'s) are plain functions so tests and notebooks can use them too.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import random
 from typing import Any, Sequence
 
-from emulator.pipeline.session import DEFAULT_MASTER
+from emulator.model.errors import UsageError
+from emulator.pipeline.options import add_rollup_options, options_from_args, parse_window
 
 GRID_EXTRA_KEYS = ("placement", "shedder")
 
 
-def _usage_error(message: str) -> Exception:
-    from emulator.cli import UsageError  # late: emulator.cli mounts this module
-
-    return UsageError(message)
-
-
 # ====================================================================== parsing helpers
-
-
-def parse_window(text: str, flag: str = "--window") -> float:
-    """'10m', '1h', '90s' or seconds -> seconds (> 0)."""
-    from emulator.cli import parse_duration
-
-    return parse_duration(text, flag=flag)
-
-
-def parse_positive_float(text: str, flag: str) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise _usage_error(f"{flag} = {text!r}: expected a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise _usage_error(f"{flag} = {text!r}: must be a number > 0")
-    return value
 
 
 def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
@@ -55,15 +32,15 @@ def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
                 cut = part.index("-", 1)
                 lo, hi = int(part[:cut]), int(part[cut + 1:])
                 if hi < lo:
-                    raise _usage_error(f"{flag} = {text!r}: range {part!r} runs backwards")
+                    raise UsageError(f"{flag} = {text!r}: range {part!r} runs backwards")
                 values = list(range(lo, hi + 1))
             else:
                 values = [int(part)]
         except ValueError:
-            raise _usage_error(f"{flag} = {text!r}: expected seeds like 1-10 or 1,2,5") from None
+            raise UsageError(f"{flag} = {text!r}: expected seeds like 1-10 or 1,2,5") from None
         seeds += [s for s in values if s not in seeds]
     if len(seeds) > 100_000:
-        raise _usage_error(f"{flag} = {text!r}: {len(seeds)} seeds is more than 100000")
+        raise UsageError(f"{flag} = {text!r}: {len(seeds)} seeds is more than 100000")
     return seeds
 
 
@@ -74,12 +51,12 @@ def parse_grid(items: Sequence[str], flag: str = "--grid") -> dict[str, list[str
         key, sep, values = str(item).partition("=")
         key = key.strip()
         if not sep or not key:
-            raise _usage_error(f"{flag} = {item!r}: expected key=v1,v2")
+            raise UsageError(f"{flag} = {item!r}: expected key=v1,v2")
         if key in grid:
-            raise _usage_error(f"{flag} = {item!r}: {key} is given twice; list all its values once")
+            raise UsageError(f"{flag} = {item!r}: {key} is given twice; list all its values once")
         vals = [v.strip() for v in values.split(",")]
         if not vals or any(v == "" for v in vals):
-            raise _usage_error(f"{flag} = {item!r}: empty value; expected key=v1,v2")
+            raise UsageError(f"{flag} = {item!r}: empty value; expected key=v1,v2")
         grid[key] = list(dict.fromkeys(vals))
     validate_grid(grid, flag=flag)
     return grid
@@ -102,32 +79,12 @@ def validate_grid(grid: dict[str, list[str]], flag: str = "grid") -> None:
                 else:
                     base.with_overrides({key: v}, source=flag)
             except ConfigError as e:
-                raise _usage_error(str(e)) from None
+                raise UsageError(str(e)) from None
             except ValueError as e:
-                raise _usage_error(f"{flag} {key} = {v!r}: {e}") from None
-
-
-def options_from_args(args: argparse.Namespace) -> Any:
-    from emulator.pipeline.rollup import RollupOptions
-
-    return RollupOptions(window=parse_window(args.window),
-                         balance_bound=parse_positive_float(args.balance_bound, "--balance-bound"),
-                         balance_minutes=parse_positive_float(args.balance_minutes, "--balance-minutes"))
+                raise UsageError(f"{flag} {key} = {v!r}: {e}") from None
 
 
 # ====================================================================== sub-parsers
-
-
-def add_rollup_options(p: argparse.ArgumentParser, master_default: str | None = DEFAULT_MASTER) -> None:
-    """--master, --window, --balance-bound, --balance-minutes (rollup and sweep share them)."""
-    p.add_argument("--master", default=master_default,
-                   help=f"Spark master (default {master_default or 'spark-submit decides'})")
-    p.add_argument("--window", default="10m", help="time window of the per-window table (default 10m)")
-    p.add_argument("--balance-bound", default="10",
-                   help="usage range (percentage points) under which the cluster counts as balanced "
-                        "(default 10)")
-    p.add_argument("--balance-minutes", default="5",
-                   help="minutes the range must stay under the bound (default 5)")
 
 
 def add_rollup_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -170,7 +127,7 @@ def cmd_rollup(args: argparse.Namespace) -> int:
     try:
         result = rollup(args.run_dirs, args.out, master=args.master, options=options)
     except ValueError as e:
-        raise _usage_error(str(e)) from None
+        raise UsageError(str(e)) from None
     return 0 if result.runs else 1
 
 
@@ -178,7 +135,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from emulator.pipeline.sweep import sweep
 
     if not args.grid:
-        raise _usage_error("--grid: give at least one, e.g. --grid placement=LeastLongTermMessageRate,"
+        raise UsageError("--grid: give at least one, e.g. --grid placement=LeastLongTermMessageRate,"
                            "AvgShedder")
     grid = parse_grid(args.grid)
     seeds = parse_seeds(args.seeds)
@@ -194,6 +151,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         written = report(args.rollup_dir, args.out)
     except (ValueError, FileNotFoundError) as e:
-        raise _usage_error(str(e)) from None
+        raise UsageError(str(e)) from None
     print(f"report: {written.html}")
     return 0

@@ -79,7 +79,6 @@ it (per run, then per window).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from contextlib import ExitStack
@@ -90,7 +89,9 @@ import msgspec
 
 from emulator.observe.timeline import COUNTERS as _TIMELINE_COUNTERS
 from emulator.observe.timeline import RATE, THROUGHPUT, USAGE
+from emulator.model.errors import UsageError
 from emulator.pipeline.compare import comparison_frame, comparison_rows
+from emulator.pipeline.options import RollupOptions, add_rollup_options, options_from_args
 from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
                                          load_runs, spark_schemas)
 from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, spark_session
@@ -128,21 +129,6 @@ TABLES = ("runs", "windows", "brokers", "balance_events", "ticks", "broker_usage
           "comparison")
 PUBLISH_COLUMNS = ("run_id", "config", "seed", "scope", "topic", "messages", "failed", "failed_timeout",
                    "failed_queue_full", "failed_closed", "p50", "p99", "p999", "p9999")
-
-
-class RollupOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """Window length (s), and the time-to-balance bound (percentage points of range) and hold (min)."""
-
-    window: float = 600.0
-    balance_bound: float = 10.0
-    balance_minutes: float = 5.0
-
-    def __post_init__(self) -> None:
-        for name in ("window", "balance_bound", "balance_minutes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value <= 0:
-                raise ValueError(f"{name} = {value!r}: must be a finite number > 0")
 
 
 class RollupResult(msgspec.Struct, kw_only=True):
@@ -629,8 +615,6 @@ def rollup(run_dirs: Sequence[str | Path], out_dir: str | Path, *, master: str |
 def build_arg_parser(prog: str = "rollup.py") -> argparse.ArgumentParser:
     """The job's own arguments under spark-submit: as `pulsar-lb-emulator rollup`, but no default
     master, so spark-submit's --master decides."""
-    from emulator.pipeline.cli import add_rollup_options
-
     p = argparse.ArgumentParser(prog=prog, description="Roll up recorded runs into KPI tables (PySpark).")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="recording folders")
     p.add_argument("--out", default="rollup", help="output folder (default ./rollup)")
@@ -640,9 +624,6 @@ def build_arg_parser(prog: str = "rollup.py") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`spark-submit rollup.py RUN_DIR... --out DIR`: no master unless given, so spark-submit decides."""
-    from emulator.cli import UsageError
-    from emulator.pipeline.cli import options_from_args
-
     args = build_arg_parser().parse_args(argv)
     try:
         rollup(args.run_dirs, args.out, master=args.master, options=options_from_args(args))

@@ -124,7 +124,7 @@ def write_synthetic_run(run_dir: str | Path, *, scenario: str = "synthetic", see
             decisions.append(_line({"t": t, "decision": "assignment", "bundle": bundle,
                                     "broker": rng.choice(names), "trace": {"candidates": names}}))
 
-    events: list[str] = []
+    events: list[tuple[float, str]] = []   # (time, line), sorted by time below
     for k, te in enumerate(sorted([rng.uniform(0.05, 0.5) * duration, rng.uniform(0.05, 0.5) * duration,
                                    rng.uniform(0.8, 0.9) * duration])):
         verb = ("kill_broker", "add_brokers", "set_config")[k % 3]

@@ -335,7 +335,7 @@ class Actor:
         except Exception as exc:
             self._crash(exc)
         finally:
-            self._tasks.discard(_current_task(asyncio.get_running_loop()))  # type: ignore[arg-type]
+            self._tasks.discard(_current_task(asyncio.get_running_loop()))
 
     # ----------------------------------------------------------------------- death
 

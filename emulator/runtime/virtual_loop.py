@@ -17,6 +17,7 @@ CPython 3.11; `tests/runtime/test_virtual_loop.py` guards them on every Python u
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import heapq
@@ -26,7 +27,7 @@ import selectors
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextvars import Context
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple, Unpack
 
 import anyio.to_thread
 
@@ -35,6 +36,7 @@ from .selector import DelegatingSelector
 __all__ = ["DeadlockError", "VirtualEventLoop", "run_external"]
 
 T = TypeVar("T")
+_Ts = TypeVarTuple("_Ts")
 _MIN_CLOCK_RESOLUTION = 1e-9
 _ROUNDS_PER_POLL = 16
 # asyncio's own thresholds for purging cancelled timers (base_events.py), read rather than copied
@@ -56,6 +58,8 @@ class _FifoTimerHandle(asyncio.TimerHandle):
     equal deadlines fire in an order that depends on the heap's history."""
 
     __slots__ = ("_seq",)
+    _when: float  # TimerHandle's private fields (typeshed leaves them out)
+    _scheduled: bool
 
     def __init__(self, when: float, callback: Callable[..., object], args: tuple[Any, ...],
                  loop: asyncio.AbstractEventLoop, context: Context | None, seq: int) -> None:
@@ -140,6 +144,20 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
     _closed = True  # until asyncio's __init__ runs: a refused argument must not upset __del__
     _selector_class: type[_JumpingSelector] = _JumpingSelector  # the paced wall loop waits first
 
+    # asyncio.BaseEventLoop's private state and helpers, used by `_run_once` and `call_at` as asyncio's
+    # own versions use them; typeshed leaves them out (annotations only: nothing is defined here)
+    _debug: bool
+    _ready: collections.deque[asyncio.Handle]
+    _scheduled: list[_FifoTimerHandle]  # every timer is made by `call_at` below
+    _stopping: bool
+    _timer_cancelled_count: int
+    _clock_resolution: float
+    _selector: selectors.BaseSelector
+    _process_events: Callable[[list[tuple[selectors.SelectorKey, int]]], None]
+    _check_closed: Callable[[], None]
+    _check_thread: Callable[[], None]
+    _check_callback: Callable[[Callable[..., object], str], None]
+
     def __init__(self, stall_timeout: float | None = 1.0) -> None:
         self.stall_timeout = _check_stall_timeout(stall_timeout)
         self._virtual_now = 0.0
@@ -215,13 +233,13 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
                 return
             popleft = ready.popleft
             for _ in range(ntodo):
-                handle = popleft()
-                if not handle._cancelled:
-                    handle._run()
+                callback = popleft()
+                if not callback._cancelled:
+                    callback._run()
             if self._stopping:
                 return
 
-    def call_at(self, when: float, callback: Callable[..., object], *args: Any,
+    def call_at(self, when: float, callback: Callable[[Unpack[_Ts]], object], *args: Unpack[_Ts],
                 context: Context | None = None) -> asyncio.TimerHandle:
         """As asyncio's, but the handle orders ties by creation (see `_FifoTimerHandle`)."""
         if when is None:
@@ -246,8 +264,8 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         finally:
             self._external_in_flight -= 1
 
-    def run_in_executor(self, executor: Executor | None, func: Callable[..., T],
-                        *args: Any) -> asyncio.Future[T]:
+    def run_in_executor(self, executor: Executor | None, func: Callable[[Unpack[_Ts]], T],
+                        *args: Unpack[_Ts]) -> asyncio.Future[T]:
         """Executor calls (asyncio.to_thread, getaddrinfo) count as external work by themselves."""
         future = super().run_in_executor(executor, func, *args)
         self._external_in_flight += 1

@@ -44,6 +44,7 @@ class ScaledWallEventLoop(asyncio.SelectorEventLoop):
     """An asyncio loop whose `time()` starts at 0.0 and runs `speed` times faster than real time."""
 
     _closed = True  # until asyncio's __init__ runs: a refused argument must not upset __del__
+    _clock_resolution: float  # BaseEventLoop's, which typeshed leaves out
 
     def __init__(self, speed: float = 1.0) -> None:
         self.speed = _check_speed(speed)

@@ -81,15 +81,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_to_scenario(args: argparse.Namespace) -> int:
-    from emulator.model.durations import parse_duration
+    from emulator.model.durations import parse_flag_duration
 
     from .to_scenario import SnapshotError, read_snapshot, scenario_dict, to_toml
 
-    try:
-        if not parse_duration(args.duration) > 0:
-            raise ValueError("must be > 0")
-    except ValueError as e:
-        return _fail(f"--duration = {args.duration!r}: {e}")
+    parse_flag_duration(args.duration)  # UsageError: one line, exit 2
     try:
         snap = read_snapshot(args.dir)
     except SnapshotError as e:

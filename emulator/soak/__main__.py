@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from .check import PROBLEMS, SeedResult, run_seed
 from .generate import scenario_toml
@@ -30,7 +30,7 @@ MAX_SEEDS = 100_000
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like the main CLI
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like the main CLI
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
 

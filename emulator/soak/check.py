@@ -88,7 +88,7 @@ def actor_crashes(stderr: str) -> list[str]:
 def _crash_headline(crash: str) -> str:
     """'actor=broker-2:8080 t=83.3 AttributeError: ...': who crashed, when, and the exception's last line."""
     lines = crash.splitlines()
-    fields = dict(m.groups() for m in re.finditer(r"\b(actor|t)=(\S+)", lines[0]))
+    fields = {m[1]: m[2] for m in re.finditer(r"\b(actor|t)=(\S+)", lines[0])}
     last = next((x.strip() for x in reversed(lines[1:]) if x.strip()), lines[0].strip())
     return f"actor={fields.get('actor', '?')} t={fields.get('t', '?')} {last}"[:200]
 

@@ -38,11 +38,12 @@ and the restart fails (RestartRolling's docstring)."""
 def _strategy_pair(rng: random.Random) -> tuple[str, str]:
     import shedders
     import strategies
+    from emulator.cluster.strategy_pair import create_pair
 
     placement = rng.choice(sorted(strategies.names()))
     shedder = rng.choice(sorted(shedders.names()))
     try:
-        shedders.create_pair(placement, shedder, rng=random.Random(0))
+        create_pair(placement, shedder, rng=random.Random(0))
     except ValueError:  # a placement class that also sheds must be the shedder too (MLMI.initialize)
         shedder = placement
     return placement, shedder

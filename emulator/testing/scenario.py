@@ -58,7 +58,8 @@ class ScenarioHandle:
 
 def _cli_command(name: str, seed: int, placement: str | None, shedder: str | None,
                  overrides: dict[str, Any]) -> str:
-    parts = ["python", "-m", "emulator", "run", name, "--seed", str(seed)]   # -m: the current folder is importable (your strategies)
+    # -m: the current folder is importable (your strategies)
+    parts = ["python", "-m", "emulator", "run", name, "--seed", str(seed)]
     if placement:
         parts += ["--placement", placement]
     if shedder:
@@ -86,12 +87,13 @@ async def emulated_scenario(
     `check_interval`: emulated seconds between invariant checks (the CLI's 10 s: a check walks every
     bundle; it only reads, so its interval changes no decision). `repro`: the command a failure report
     shows (default: rerun the current pytest test)."""
-    from emulator.runner import RunError, load_scenario
+    from emulator.workload.errors import ScenarioError
+    from emulator.workload.library import load_scenario
     from emulator.workload.session import start_scenario
 
     try:
         loaded = load_scenario(scenario)
-    except RunError as e:
+    except ScenarioError as e:
         raise ValueError(str(e)) from None
     run_seed = loaded.seed if seed is None else seed
     extra = dict(overrides or {})

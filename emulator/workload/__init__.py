@@ -1,7 +1,7 @@
 """The workload layer: scenario files, the traffic and resource models, and the driver of a run.
 
-    from emulator.workload import library, loader, start_scenario
-    scenario = loader.load("hot-topic")                       # a built-in name or a TOML path
+    from emulator.workload import library, start_scenario
+    scenario = library.load_scenario("hot-topic")             # a built-in name or a TOML path
     async with start_scenario(scenario, start=emulated_cluster) as run:   # on the virtual loop
         tracker = UnavailabilityTracker(run.cluster.events)   # observers attach before the first await
         await run.sleep_until(scenario.duration)

@@ -20,14 +20,13 @@ import numpy as np
 
 from emulator.cluster.client import ClientSettings
 from emulator.cluster.cluster import ClusterSettings
-from emulator.cluster.latency import Latencies
 from emulator.cluster.network import broker_id_for
 from emulator.model.config import ConfigError, ServiceConfig
 from emulator.runtime import derive_seed
 
 from .errors import MISSING, ScenarioError
 from .initial import InitialPlan, plan_initial
-from .latency_table import latencies
+from .latency_table import scenario_latencies
 from .load import WorkloadLoadSource
 from .loader import PLACEMENT_KEY, SHEDDER_KEY, check_strategies, strategy_keys
 from .resources import BrokerCapacity, ResourceModel
@@ -85,14 +84,6 @@ def cluster_settings(scenario: Scenario) -> ClusterSettings:
     if "network_latency" in fields:
         values["network_latency"] = float(scenario.network.latency)
     return ClusterSettings(**values)
-
-
-def scenario_latencies(scenario: Scenario, *, source: str | None = None) -> Latencies:
-    """The calibrated operation latencies, with the scenario's older keys and [latency] table."""
-    legacy = {"metadata_op": scenario.metadata_store.latency,
-              "bundle_close": scenario.cluster.bundle_close_time,
-              "topic_close": scenario.cluster.topic_close_time}
-    return latencies(scenario.latency, legacy, source=source or scenario.name)
 
 
 def client_settings(scenario: Scenario) -> ClientSettings:

@@ -4,9 +4,9 @@ Order: namespaces (with their bundle counts or [initial] boundaries, and anti-af
 [initial] owners (initial_state.py), clients, the producers and consumers of every topic (spread over
 `[clients] connect_over`), the consumer-jitter actors and, with a warm start, the warm reports once
 they are connected; then each event at its time. Events start in time order (file order among equal
-times) and each runs in its own task, so a long one (a rolling restart) does not delay the next. `drive` returns when every event has
-been applied; the clients and jitter actors live on in the cluster's actor system, and the caller decides
-how long the run lasts.
+times) and each runs in its own task, so a long one (a rolling restart) does not delay the next.
+`drive` returns when every event has been applied; the clients and jitter actors live on in the
+cluster's actor system, and the caller decides how long the run lasts.
 
 An event that cannot be applied (a broker that is not live any more, an unload the broker refuses) does
 not end the run: it is logged, emitted as `ScenarioEventFailed` and kept in `workload.errors`.
@@ -23,10 +23,10 @@ import structlog
 
 from emulator.cluster.events import ScenarioEventFailed
 
-from .events import apply_event
+from .events import APPLY
 from .initial_state import place_owners, warm_start
 from .loader import iter_events
-from .policy_events import write_policies
+from .policy_events import POLICY_APPLY, write_policies
 from .population import Population
 from .schema import Scenario, verb_of
 
@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .build import Workload
 
 __all__ = ["create_namespaces", "drive"]
+
+_APPLY = {**APPLY, **POLICY_APPLY}
+"""Each event type's function (events.py; policy_events.py for isolation policies, domains, groups)."""
 
 
 async def create_namespaces(cluster: "Cluster", scenario: Scenario) -> None:
@@ -49,7 +52,7 @@ async def create_namespaces(cluster: "Cluster", scenario: Scenario) -> None:
             await cluster.create_namespace(ns.name, ns.bundles, anti_affinity_group=ns.anti_affinity_group,
                                            boundaries=boundaries[ns.name])
         elif ns.anti_affinity_group is not None and supports_group:
-            await cluster.create_namespace(ns.name, ns.bundles,  # type: ignore[call-arg]
+            await cluster.create_namespace(ns.name, ns.bundles,
                                            anti_affinity_group=ns.anti_affinity_group)
         else:
             if ns.anti_affinity_group is not None:
@@ -86,7 +89,7 @@ async def drive(cluster: "Cluster", scenario: Scenario, workload: "Workload") ->
 
 async def _apply(cluster: "Cluster", workload: "Workload", event: Any, index: int) -> None:
     try:
-        await apply_event(cluster, workload, event)
+        await _APPLY[type(event)](cluster, workload, event)
     except Exception as e:  # noqa: BLE001 - a failed event is reported, the run goes on
         error = _reason(e)
         workload.errors.append(f"events[{index}] ({verb_of(event)}): {error}")

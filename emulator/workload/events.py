@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .build import Workload
 
-__all__ = ["APPLY", "apply_event"]
+__all__ = ["APPLY"]
 
 _NUM = re.compile(r"(\d+)")
 
@@ -333,12 +333,3 @@ APPLY: dict[type, Callable[..., Awaitable[None]]] = {
     ScaleRate: scale_rate,
 }
 
-
-from .policy_events import POLICY_APPLY  # noqa: E402 (isolation policies, failure domains, groups)
-
-APPLY.update(POLICY_APPLY)
-
-
-async def apply_event(cluster: "Cluster", workload: "Workload", ev: Any) -> None:
-    """Apply one event now (its function by type)."""
-    await APPLY[type(ev)](cluster, workload, ev)

@@ -16,8 +16,8 @@ Owner generators, for the bundles the file gives no owner (stated owners count a
 * `skewed` with ratio R: broker targets fall linearly from R·L (the first broker in file order) to L
   (the last), with L such that the targets add up to the total; bundles go, highest first, to the
   broker furthest below its target, then single-bundle moves and pair swaps are made while they bring
-  max/min closer to R (at most 10,000 steps; swaps only up to 300 free bundles). How close it gets depends on the bundles: a handful of
-  bundles of very different rates cannot make every ratio.
+  max/min closer to R (at most 10,000 steps; swaps only up to 300 free bundles). How close it gets
+  depends on the bundles: a handful of bundles of very different rates cannot make every ratio.
 * `all_on`: every bundle on one broker.
 """
 

@@ -20,11 +20,12 @@ from typing import Any, Mapping
 import msgspec
 
 from emulator.cluster.latency import LATENCY_NAMES, Constant, Distribution, Latencies, LogNormal, Uniform
-
 from emulator.model.durations import parse_duration
-from .errors import ScenarioError
 
-__all__ = ["LEGACY_KEYS", "latencies", "parse_distribution"]
+from .errors import ScenarioError
+from .schema import Scenario
+
+__all__ = ["LEGACY_KEYS", "latencies", "parse_distribution", "scenario_latencies"]
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "constant": ("value",),
@@ -112,3 +113,11 @@ def latencies(table: Mapping[str, Any], legacy: Mapping[str, float | None] | Non
         except LatencyValueError as e:
             raise ScenarioError(source, f"latency.{e.path}", e.value, str(e)) from None
     return msgspec.structs.replace(base or Latencies(), **changes)
+
+
+def scenario_latencies(scenario: Scenario, *, source: str | None = None) -> Latencies:
+    """The calibrated operation latencies, with the scenario's older keys and [latency] table."""
+    legacy = {"metadata_op": scenario.metadata_store.latency,
+              "bundle_close": scenario.cluster.bundle_close_time,
+              "topic_close": scenario.cluster.topic_close_time}
+    return latencies(scenario.latency, legacy, source=source or scenario.name)

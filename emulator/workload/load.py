@@ -227,15 +227,17 @@ class WorkloadLoadSource:
             coef = np.zeros((3, 4 * nb))
         else:
             r_in = a.r_in
-            lin = a.traffic.linear(now, out=r_in)
-            if lin is None:
+            piece = a.traffic.linear(now, out=r_in)
+            if piece is None:
                 return None
+            lin = piece
             np.multiply(r_in, a.consumers, out=a.r_out)
             np.multiply(r_in, a.size, out=a.t_in)
             np.multiply(a.r_out, a.size, out=a.t_out)
             coef = np.zeros((3, a.nbins))
             coef[0] = np.bincount(a.bins, weights=a.flat, minlength=a.nbins)
             if lin.omega:
+                assert lin.alpha is not None and lin.beta is not None   # omega: the diurnal terms
                 rows = a.flat.reshape(-1, 4)
                 coef[1] = np.bincount(a.bins, weights=(rows * lin.alpha[:, None]).ravel(),
                                       minlength=a.nbins)

@@ -1,5 +1,8 @@
 """Reading scenario files: TOML (tomllib) → typed `Scenario` (msgspec), with whole-file checks.
 
+`loads(text)` and `load_file(path)`; a built-in scenario by name, or a name-or-path as the command
+takes it, is `library.py`'s (which reads its files through this module, never the other way round).
+
 Every problem is a `ScenarioError` whose message is one line naming the file, the key path and the bad
 value, and saying what is expected, e.g.
 
@@ -18,7 +21,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +31,11 @@ from emulator.model.bundles import parse_bundle
 from emulator.model.config import (LOAD_MANAGER_CLASSES, ConfigError, ServiceConfig,
                                    is_dynamic_configuration, property_text,
                                    validate_dynamic_configuration)
+from emulator.model.durations import format_duration
 
 from . import limits
 from .errors import MISSING, ScenarioError
-from emulator.model.durations import format_duration
+from .latency_table import scenario_latencies
 from .schema import (
     AddBrokers,
     DeleteFailureDomain,
@@ -56,7 +60,7 @@ from .schema import (
 )
 from .traffic import topic_names
 
-__all__ = ["load", "load_file", "loads", "strategy_keys"]
+__all__ = ["load_file", "loads", "strategy_keys"]
 
 PLACEMENT_KEY = "loadBalancerLoadPlacementStrategy"
 SHEDDER_KEY = "loadBalancerLoadSheddingStrategy"
@@ -107,19 +111,6 @@ def load_file(path: str | os.PathLike[str]) -> Scenario:
     return loads(text, source)
 
 
-def load(name_or_path: str | os.PathLike[str]) -> Scenario:
-    """A built-in scenario by name, or a scenario file by path (a name wins only if no such file)."""
-    from . import library
-
-    text = os.fspath(name_or_path)
-    if text in library.names() and not Path(text).is_file():
-        return library.load(text)
-    if Path(text).exists() or text.endswith(".toml") or os.sep in text:
-        return load_file(text)
-    raise ScenarioError(text, None, MISSING, "not a built-in scenario nor a file; built-in: "
-                        + ", ".join(library.names()))
-
-
 def from_dict(raw: dict[str, Any], source: str) -> Scenario:
     limits.check_finite(raw, lambda segs, reason, value: ScenarioError(source, format_path(segs), value,
                                                                        reason))
@@ -160,14 +151,14 @@ def _parse_path(text: str) -> list[Seg]:
             (m.group(2) if m.group(2) == "..." else int(m.group(2))) for m in _SEG.finditer(text)]
 
 
-def format_path(segs: list[Seg]) -> str:
+def format_path(segs: Sequence[Seg]) -> str:
     out = ""
     for s in segs:
         out += f"[{s}]" if isinstance(s, int) else (f".{s}" if out else s)
     return out
 
 
-def _raw_at(raw: Any, segs: list[Seg]) -> Any:
+def _raw_at(raw: Any, segs: Sequence[Seg]) -> Any:
     node = raw
     for s in segs:
         try:
@@ -237,7 +228,8 @@ def _type_at(root: Any, segs: list[Seg], raw: Any) -> Any:
 
 
 def _tag_choices(members: list[Any]) -> list[str]:
-    return [m.__struct_config__.tag for m in members
+    """The `kind`/`do` values of a tagged union's members (strings: every tag in schema.py is one)."""
+    return [str(m.__struct_config__.tag) for m in members
             if isinstance(m, type) and issubclass(m, msgspec.Struct) and m.__struct_config__.tag]
 
 
@@ -271,9 +263,10 @@ def _translate(message: str, raw: dict[str, Any], source: str, root: Any) -> Sce
     if text.startswith("Object contains unknown field `"):
         key = text[len("Object contains unknown field `"):-1]
         tp = _strip(_type_at(root, segs, raw))
-        known = list(_fields(tp)) if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else []
-        if known and isinstance(tp, type) and tp.__struct_config__.tag_field:
-            known = [tp.__struct_config__.tag_field] + known
+        struct = tp if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else None
+        known = list(_fields(struct)) if struct is not None else []
+        if known and struct is not None and struct.__struct_config__.tag_field:
+            known = [struct.__struct_config__.tag_field] + known
         hint = f"; expected one of: {', '.join(known)}" if known else ""
         return ScenarioError(source, format_path(segs + [key]), _raw_at(raw, segs + [key]),
                              f"unknown key{hint}")
@@ -308,7 +301,7 @@ def _translate(message: str, raw: dict[str, Any], source: str, root: Any) -> Sce
     return ScenarioError(source, format_path(segs), value, text)
 
 
-def _dotted(segs: list[Seg]) -> str:
+def _dotted(segs: Sequence[Seg]) -> str:
     return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in segs)
 
 
@@ -328,7 +321,7 @@ class _Checker:
         self.topics: set[str] = set()
         self.partitioned: set[str] = set()
 
-    def fail(self, segs: list[Seg], reason: str, value: Any = None) -> ScenarioError:
+    def fail(self, segs: Sequence[Seg], reason: str, value: Any = None) -> ScenarioError:
         v = _raw_at(self.raw, segs) if value is None else value
         return ScenarioError(self.source, format_path(segs), v, reason)
 
@@ -352,8 +345,6 @@ class _Checker:
 
     def check_latency(self) -> None:
         """[latency] entries and the older keys they replace (latency_table.py)."""
-        from .build import scenario_latencies
-
         scenario_latencies(self.s, source=self.source)
 
     def check_positive_durations(self) -> None:
@@ -416,7 +407,7 @@ class _Checker:
 
     def check_topics(self) -> None:
         for i, g in enumerate(self.s.topics):
-            at = ["topics", i]
+            at: list[Seg] = ["topics", i]
             if g.namespace not in self.namespaces:
                 raise self.fail(at + ["namespace"], self._namespace_hint())
             label = g.label(i)
@@ -724,7 +715,7 @@ class _Checker:
 
     def check_expectations(self) -> None:
         """[[expect]]: a known KPI, a bound, a window inside the run (format 5 of issue 16)."""
-        from emulator.observe.kpis import KPIS, WHOLE_RUN_ONLY
+        from emulator.model.kpi_registry import KPIS, WHOLE_RUN_ONLY
 
         for i, x in enumerate(self.s.expect):
             at: list[Seg] = ["expect", i]
@@ -809,7 +800,7 @@ class _Checker:
             m = re.match(r"^([a-z_]+(?:\.[a-z_]+)*)(?: = .*?)?[;:] (.*)$", text, re.S)
             if m is None:
                 raise self.fail(at, text, _raw_at(self.raw, at)) from None
-            raise self.fail(at + m.group(1).split("."), m.group(2)) from None
+            raise self.fail([*at, *m.group(1).split(".")], m.group(2)) from None
 
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
@@ -860,6 +851,7 @@ def check_strategies(placement: str, shedder: str,
     """Raise `fail(key, reason)` when a strategy name is unknown or the pair is not allowed."""
     import shedders
     import strategies
+    from emulator.cluster.strategy_pair import create_pair
 
     try:
         strategies.create(placement, rng=random.Random(0))
@@ -870,7 +862,7 @@ def check_strategies(placement: str, shedder: str,
     except (ValueError, TypeError, ImportError) as e:
         raise fail(SHEDDER_KEY, str(e)) from None
     try:
-        shedders.create_pair(placement, shedder, rng=random.Random(0))
+        create_pair(placement, shedder, rng=random.Random(0))
     except (ValueError, TypeError) as e:
         raise fail(PLACEMENT_KEY, str(e)) from None
 

@@ -8,6 +8,7 @@ Broker names in a failure domain take `:8080` when given without a port, as ever
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from emulator.cluster.policy_admin import isolation_policy_from
@@ -94,7 +95,7 @@ async def set_anti_affinity_group(cluster: "Cluster", w: "Workload", ev: SetAnti
     await cluster.policies.set_anti_affinity_group(ev.namespace, ev.group)
 
 
-POLICY_APPLY = {
+POLICY_APPLY: dict[type, Callable[..., Awaitable[None]]] = {
     SetIsolationPolicy: set_isolation_policy,
     DeleteIsolationPolicy: delete_isolation_policy,
     SetFailureDomain: set_failure_domain,

@@ -86,8 +86,8 @@ class Population:
 
     def _create(self, entries: list[tuple[int, int, str, int, int]]) -> None:
         per_client: dict[tuple[int, int, int], _Entry] = {}
-        for _, client, topic, p, c in entries:
-            key = (client, p, c)
+        for _, client_index, topic, p, c in entries:
+            key = (client_index, p, c)
             entry = per_client.get(key)
             if entry is None:
                 entry = per_client[key] = _Entry(p, c)

@@ -203,8 +203,8 @@ class ResourceModel:
     def capacity(self, broker_id: str) -> BrokerCapacity:
         return self._capacity.get(broker_id, self.default)
 
-    def set_capacity(self, broker_id: str, **changes: float) -> BrokerCapacity:
-        """Change some of a broker's capacity fields (validated like the scenario file)."""
+    def set_capacity(self, broker_id: str, **changes: float | None) -> BrokerCapacity:
+        """Change some of a broker's capacity fields (validated like the scenario file; None keeps one)."""
         merged = msgspec.structs.asdict(self.capacity(broker_id))
         merged.update({k: v for k, v in changes.items() if v is not None})
         try:

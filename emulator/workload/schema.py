@@ -29,7 +29,7 @@
                         delete_failure_domain (name), set_anti_affinity_group (namespace, group;
                         no group removes it)
 
-[[expect]] (issue 16, format 5): `kpi` is a KPI name of emulator/observe/kpis.py (the roll-up's
+[[expect]] (issue 16, format 5): `kpi` is a KPI name of emulator/model/kpi_registry.py (the roll-up's
 columns: unloads, bundle_moves, lookups, balance_max_over_mean, msg_rate_max_min_ratio,
 unavailable_topic_seconds, lookup_failures, ..., publish_failed, publish_p9999, ...); `min` and/or `max`;
 a window: `from` / `to` (offsets from the run start; either may be left out), or `after_event` (an index
@@ -169,13 +169,14 @@ Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
 SettingValue = Union[str, int, float, bool, list[str]]
 StopMode = Literal["graceful", "sigterm", "kill"]
 
-_T = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
+# Every table below is a frozen, keyword-only Struct that refuses unknown keys (spelled out on each class,
+# where msgspec and the type checkers read them).
 
 
 # ---------------------------------------------------------------------------------- scenario, cluster
 
 
-class ScenarioInfo(msgspec.Struct, **_T):
+class ScenarioInfo(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
     description: str
     """One line: what the scenario exists to show."""
@@ -183,7 +184,7 @@ class ScenarioInfo(msgspec.Struct, **_T):
     seed: int = 1
 
 
-class CapacityOverride(msgspec.Struct, **_T):
+class CapacityOverride(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Fields of BrokerCapacity to change for some brokers; unset fields keep the cluster default."""
 
     cores: Positive | None = None
@@ -196,7 +197,7 @@ class CapacityOverride(msgspec.Struct, **_T):
         return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
 
 
-class ClusterSection(msgspec.Struct, **_T):
+class ClusterSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     brokers: Count | list[str] = 3
     """A count (brokers named broker-1..broker-N) or the brokers' names: ids as Pulsar writes them,
     `host:port`; a name without a port gets :8080."""
@@ -228,7 +229,7 @@ class ClusterSection(msgspec.Struct, **_T):
         return [name if ":" in name else f"{name}:8080" for name in self.brokers]
 
 
-class NamespaceSpec(msgspec.Struct, **_T):
+class NamespaceSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
     """tenant/namespace"""
     bundles: Count | None = None
@@ -239,7 +240,7 @@ class NamespaceSpec(msgspec.Struct, **_T):
 # ---------------------------------------------------------------------------------- topics, traffic
 
 
-class TopicSelector(msgspec.Struct, **_T):
+class TopicSelector(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Which topics an event or pattern touches. Filters combine (AND), then one of hottest / random /
     fraction narrows the result; an empty selector means every topic (of the group, for a pattern)."""
 
@@ -256,7 +257,7 @@ class TopicSelector(msgspec.Struct, **_T):
     """This share of the topics, drawn at random."""
 
 
-class RateSpec(msgspec.Struct, **_T):
+class RateSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Base publish rate per topic (msg/s), before patterns.
 
     constant: every topic `rate`. uniform: U(low, high) per topic. zipf: `total` msg/s shared with
@@ -278,11 +279,12 @@ class RateSpec(msgspec.Struct, **_T):
     """explicit: the base rate of each topic of the group, in order."""
 
 
-class SteadyPattern(msgspec.Struct, tag_field="kind", tag="steady", **_T):
+class SteadyPattern(msgspec.Struct, tag_field="kind", tag="steady",
+                    frozen=True, kw_only=True, forbid_unknown_fields=True):
     """No change over time (the default)."""
 
 
-class RampPattern(msgspec.Struct, tag_field="kind", tag="ramp", **_T):
+class RampPattern(msgspec.Struct, tag_field="kind", tag="ramp", frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multiplier `from_factor` until `start`, linear to `to_factor` at `end`, held after."""
 
     start: Offset = Offset(0.0)
@@ -291,7 +293,8 @@ class RampPattern(msgspec.Struct, tag_field="kind", tag="ramp", **_T):
     to_factor: NonNegative
 
 
-class SpikePattern(msgspec.Struct, tag_field="kind", tag="spike", **_T):
+class SpikePattern(msgspec.Struct, tag_field="kind", tag="spike",
+                   frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multiplier `factor` on the selected topics during [at, at + duration)."""
 
     at: Offset
@@ -300,7 +303,8 @@ class SpikePattern(msgspec.Struct, tag_field="kind", tag="spike", **_T):
     select: TopicSelector = msgspec.field(default_factory=TopicSelector)
 
 
-class DiurnalPattern(msgspec.Struct, tag_field="kind", tag="diurnal", **_T):
+class DiurnalPattern(msgspec.Struct, tag_field="kind", tag="diurnal",
+                     frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multiplier 1 + amplitude · sin(2π (t + phase_i) / period); phase_i = phase + U(±phase_jitter)
     per topic, so topics peak at different times when jittered."""
 
@@ -310,7 +314,8 @@ class DiurnalPattern(msgspec.Struct, tag_field="kind", tag="diurnal", **_T):
     phase_jitter: Duration = Duration(0.0)
 
 
-class NoisePattern(msgspec.Struct, tag_field="kind", tag="noise", **_T):
+class NoisePattern(msgspec.Struct, tag_field="kind", tag="noise",
+                   frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multiplier max(0, 1 + sd · N(0, 1)) per topic, drawn anew every `interval` (piecewise constant,
     a pure function of the seed and the interval's number): real traffic is never flat, and a load
     report is only written when a broker's numbers move by more than 10 %."""
@@ -326,7 +331,7 @@ PATTERN_TYPES: tuple[type, ...] = (SteadyPattern, RampPattern, SpikePattern, Diu
                                    NoisePattern)
 
 
-class ConsumerJitter(msgspec.Struct, **_T):
+class ConsumerJitter(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """On/off consumers: every `period`, the consumers of `fraction` of the group's topics close and
     come back after `off` (each comeback is a new lookup and attach)."""
 
@@ -335,7 +340,7 @@ class ConsumerJitter(msgspec.Struct, **_T):
     off: Duration = Duration(30.0)
 
 
-class TopicGroup(msgspec.Struct, **_T):
+class TopicGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     namespace: str
     count: Count = 1
     group: str | None = None
@@ -370,7 +375,7 @@ class TopicGroup(msgspec.Struct, **_T):
         return self.names[i] if self.names else self.name.format(i=i)
 
 
-class TrafficSection(msgspec.Struct, **_T):
+class TrafficSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     scale: NonNegative = 1.0
     """Multiplies every topic's rate."""
     patterns: list[Pattern] = []
@@ -380,18 +385,18 @@ class TrafficSection(msgspec.Struct, **_T):
 # ---------------------------------------------------------------------------------- infrastructure
 
 
-class MetadataStoreSection(msgspec.Struct, **_T):
+class MetadataStoreSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     latency: Duration | None = None
     """Per metadata-store operation (ZooKeeper round trip); older spelling of `[latency] metadata_op`,
     a constant."""
 
 
-class NetworkSection(msgspec.Struct, **_T):
+class NetworkSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     latency: Duration = Duration(0.0)
     """One-way latency between clients and brokers (applied where the cluster supports it)."""
 
 
-class ClientsSection(msgspec.Struct, **_T):
+class ClientsSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     count: Count = 4
     """PulsarClient instances; topics are dealt to them round robin."""
     connect_over: Duration = Duration(0.0)
@@ -410,7 +415,7 @@ class ClientsSection(msgspec.Struct, **_T):
 # (issue 16 item 1: who owns which bundle at t = 0, and a warm start; applied by initial_state.py)
 
 
-class InitialNamespace(msgspec.Struct, **_T):
+class InitialNamespace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One namespace's bundles at t = 0: exact boundaries (any split state) and/or owners."""
 
     name: str
@@ -422,7 +427,7 @@ class InitialNamespace(msgspec.Struct, **_T):
     """One broker per bundle, in bundle order; default: the [initial] owners generator."""
 
 
-class InitialSection(msgspec.Struct, **_T):
+class InitialSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The cluster's state at t = 0 instead of an empty cluster whose clients' lookups place bundles."""
 
     owners: Literal["even", "skewed", "all_on"] = "even"
@@ -440,7 +445,8 @@ class InitialSection(msgspec.Struct, **_T):
 # ---------------------------------------------------------------------------------- events
 
 
-class AddBrokers(msgspec.Struct, tag_field="do", tag="add_brokers", **_T):
+class AddBrokers(msgspec.Struct, tag_field="do", tag="add_brokers",
+                 frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Start `count` new brokers (named broker-<N+1>, ... above every broker the cluster has had), or
     the `brokers` named: a removed one comes back under its id as a restarted host does (empty: it
     registers /loadbalance/brokers/<id> again and owns nothing until the leader assigns it bundles;
@@ -456,7 +462,8 @@ class AddBrokers(msgspec.Struct, tag_field="do", tag="add_brokers", **_T):
     direct_mb: Positive | None = None
 
 
-class RemoveBrokers(msgspec.Struct, tag_field="do", tag="remove_brokers", **_T):
+class RemoveBrokers(msgspec.Struct, tag_field="do", tag="remove_brokers",
+                    frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Stop brokers: the named ones, or `count` picked by `pick` (last = highest numbers)."""
 
     at: Offset
@@ -468,7 +475,8 @@ class RemoveBrokers(msgspec.Struct, tag_field="do", tag="remove_brokers", **_T):
     """Stop them at once (True) or one after the other."""
 
 
-class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T):
+class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling",
+                     frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Restart brokers `batch` at a time (stop, stay down `down`, start), waiting `wait` between batches
     (after one batch is back, the next is stopped), or, with `every`, on a fixed cadence: batch k is
     stopped at `at + k × every` whatever the state of the ones before (still draining, down, back), as
@@ -490,7 +498,8 @@ class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling", **_T
     mode: StopMode = "graceful"
 
 
-class LeaderFailover(msgspec.Struct, tag_field="do", tag="leader_failover", **_T):
+class LeaderFailover(msgspec.Struct, tag_field="do", tag="leader_failover",
+                     frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Take the current leader away: kill it, stop it, or expire its metadata session."""
 
     at: Offset
@@ -499,7 +508,8 @@ class LeaderFailover(msgspec.Struct, tag_field="do", tag="leader_failover", **_T
     """Bring the old leader's broker back this long after it went away (kill/graceful/sigterm)."""
 
 
-class SessionExpire(msgspec.Struct, tag_field="do", tag="session_expire", **_T):
+class SessionExpire(msgspec.Struct, tag_field="do", tag="session_expire",
+                    frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Expire a broker's metadata-store session (ZooKeeper session expiry)."""
 
     at: Offset
@@ -507,7 +517,8 @@ class SessionExpire(msgspec.Struct, tag_field="do", tag="session_expire", **_T):
     """A broker name, or "leader"."""
 
 
-class SetCapacity(msgspec.Struct, tag_field="do", tag="set_capacity", **_T):
+class SetCapacity(msgspec.Struct, tag_field="do", tag="set_capacity",
+                  frozen=True, kw_only=True, forbid_unknown_fields=True):
     at: Offset
     brokers: list[str] = []
     """Default: every live broker."""
@@ -517,7 +528,8 @@ class SetCapacity(msgspec.Struct, tag_field="do", tag="set_capacity", **_T):
     direct_mb: Positive | None = None
 
 
-class BackgroundLoad(msgspec.Struct, tag_field="do", tag="background_load", **_T):
+class BackgroundLoad(msgspec.Struct, tag_field="do", tag="background_load",
+                     frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A foreign process using `cores` of CPU on the brokers' hosts (0 ends it)."""
 
     at: Offset
@@ -527,7 +539,8 @@ class BackgroundLoad(msgspec.Struct, tag_field="do", tag="background_load", **_T
     """Back to 0 after this long (default: stays)."""
 
 
-class SetConfig(msgspec.Struct, tag_field="do", tag="set_config", **_T):
+class SetConfig(msgspec.Struct, tag_field="do", tag="set_config",
+                frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Dynamic configuration (pulsar-admin brokers update-dynamic-config): a key Pulsar changes at
     runtime (emulator.model.config.DYNAMIC_KEYS), written to /admin/configuration (Cluster.set_config)."""
 
@@ -536,7 +549,7 @@ class SetConfig(msgspec.Struct, tag_field="do", tag="set_config", **_T):
     value: SettingValue
 
 
-class Unload(msgspec.Struct, tag_field="do", tag="unload", **_T):
+class Unload(msgspec.Struct, tag_field="do", tag="unload", frozen=True, kw_only=True, forbid_unknown_fields=True):
     """pulsar-admin namespaces unload: one of namespace, bundle or topic (its current bundle)."""
 
     at: Offset
@@ -546,7 +559,7 @@ class Unload(msgspec.Struct, tag_field="do", tag="unload", **_T):
     destination: str | None = None
 
 
-class Split(msgspec.Struct, tag_field="do", tag="split", **_T):
+class Split(msgspec.Struct, tag_field="do", tag="split", frozen=True, kw_only=True, forbid_unknown_fields=True):
     """pulsar-admin namespaces split-bundle: a bundle, or the bundle of a topic at that time."""
 
     at: Offset
@@ -556,7 +569,7 @@ class Split(msgspec.Struct, tag_field="do", tag="split", **_T):
     unload: bool = False
 
 
-class SpikeEvent(msgspec.Struct, tag_field="do", tag="spike", **_T):
+class SpikeEvent(msgspec.Struct, tag_field="do", tag="spike", frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multiply the selected topics' rates by `factor` for `duration`."""
 
     at: Offset
@@ -565,7 +578,7 @@ class SpikeEvent(msgspec.Struct, tag_field="do", tag="spike", **_T):
     duration: Duration
 
 
-class RampEvent(msgspec.Struct, tag_field="do", tag="ramp", **_T):
+class RampEvent(msgspec.Struct, tag_field="do", tag="ramp", frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Move the selected topics' rates linearly to `factor` × their rate over `over`, then hold."""
 
     at: Offset
@@ -574,7 +587,7 @@ class RampEvent(msgspec.Struct, tag_field="do", tag="ramp", **_T):
     over: Duration
 
 
-class SetRate(msgspec.Struct, tag_field="do", tag="set_rate", **_T):
+class SetRate(msgspec.Struct, tag_field="do", tag="set_rate", frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Set the selected topics' base rate (msg/s per topic; patterns still apply)."""
 
     at: Offset
@@ -582,7 +595,8 @@ class SetRate(msgspec.Struct, tag_field="do", tag="set_rate", **_T):
     rate: NonNegative
 
 
-class ScaleRate(msgspec.Struct, tag_field="do", tag="scale_rate", **_T):
+class ScaleRate(msgspec.Struct, tag_field="do", tag="scale_rate",
+                frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multiply the selected topics' base rate by `factor` from now on."""
 
     at: Offset
@@ -593,7 +607,7 @@ class ScaleRate(msgspec.Struct, tag_field="do", tag="scale_rate", **_T):
 # ---------------------------------------------------------------------------------- isolation (issue 16)
 
 
-class AutoFailoverSpec(msgspec.Struct, **_T):
+class AutoFailoverSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Pulsar's AutoFailoverPolicyData; `min_available` is its only type: fail over to the secondaries
     when fewer than `min_limit` primaries are available."""
 
@@ -602,7 +616,7 @@ class AutoFailoverSpec(msgspec.Struct, **_T):
         default_factory=lambda: {"min_limit": "1", "usage_threshold": "80"})
 
 
-class IsolationPolicySpec(msgspec.Struct, **_T):
+class IsolationPolicySpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One namespace isolation policy (NamespaceIsolationData). Regexes are full matches: namespaces
     against `tenant/ns`, primary and secondary against broker hosts (no port)."""
 
@@ -619,14 +633,15 @@ class IsolationPolicySpec(msgspec.Struct, **_T):
                 "auto_failover_policy": msgspec.to_builtins(self.auto_failover_policy)}
 
 
-class FailureDomainSpec(msgspec.Struct, **_T):
+class FailureDomainSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A failure domain: broker ids (`broker-1` means `broker-1:8080`)."""
 
     name: str
     brokers: list[str]
 
 
-class SetIsolationPolicy(IsolationPolicySpec, tag_field="do", tag="set_isolation_policy", **_T):
+class SetIsolationPolicy(IsolationPolicySpec, tag_field="do", tag="set_isolation_policy",
+                         frozen=True, kw_only=True, forbid_unknown_fields=True):
     """pulsar-admin ns-isolation-policy set: create or replace a policy."""
 
     at: Offset
@@ -634,23 +649,27 @@ class SetIsolationPolicy(IsolationPolicySpec, tag_field="do", tag="set_isolation
     """Unload the namespaces the policy matches (setNamespaceIsolationPolicy's unloadBundles default)."""
 
 
-class DeleteIsolationPolicy(msgspec.Struct, tag_field="do", tag="delete_isolation_policy", **_T):
+class DeleteIsolationPolicy(msgspec.Struct, tag_field="do", tag="delete_isolation_policy",
+                            frozen=True, kw_only=True, forbid_unknown_fields=True):
     at: Offset
     name: str
 
 
-class SetFailureDomain(FailureDomainSpec, tag_field="do", tag="set_failure_domain", **_T):
+class SetFailureDomain(FailureDomainSpec, tag_field="do", tag="set_failure_domain",
+                       frozen=True, kw_only=True, forbid_unknown_fields=True):
     """pulsar-admin clusters create-failure-domain / update-failure-domain."""
 
     at: Offset
 
 
-class DeleteFailureDomain(msgspec.Struct, tag_field="do", tag="delete_failure_domain", **_T):
+class DeleteFailureDomain(msgspec.Struct, tag_field="do", tag="delete_failure_domain",
+                          frozen=True, kw_only=True, forbid_unknown_fields=True):
     at: Offset
     name: str
 
 
-class SetAntiAffinityGroup(msgspec.Struct, tag_field="do", tag="set_anti_affinity_group", **_T):
+class SetAntiAffinityGroup(msgspec.Struct, tag_field="do", tag="set_anti_affinity_group",
+                           frozen=True, kw_only=True, forbid_unknown_fields=True):
     """pulsar-admin namespaces set-anti-affinity-group; without `group`, delete-anti-affinity-group."""
 
     at: Offset
@@ -673,14 +692,14 @@ EVENT_TYPES: tuple[type, ...] = (AddBrokers, RemoveBrokers, RestartRolling, Lead
 
 def verb_of(event: Any) -> str:
     """The `do = "..."` name of an event Struct."""
-    return type(event).__struct_config__.tag  # type: ignore[no-any-return]
+    return type(event).__struct_config__.tag
 
 
 # ---------------------------------------------------------------------------------- expectations
 
 
-class Expect(msgspec.Struct, **_T):
-    """What the run must show: one KPI (the roll-up's column name, emulator/observe/kpis.py) within
+class Expect(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What the run must show: one KPI (the roll-up's column name, emulator/model/kpi_registry.py) within
     [min, max], over the whole run, over [from, to], or over `within` after events[after_event]."""
 
     kpi: str
@@ -699,7 +718,7 @@ class Expect(msgspec.Struct, **_T):
 # ---------------------------------------------------------------------------------- the file
 
 
-class Scenario(msgspec.Struct, **_T):
+class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     scenario: ScenarioInfo
     cluster: ClusterSection = msgspec.field(default_factory=ClusterSection)
     namespaces: list[NamespaceSpec] = []

@@ -69,8 +69,7 @@ async def test_a_refused_attach_keeps_the_connection_and_its_other_producers():
         # a stale lookup answer sends a new producer of `elsewhere` to broker A, which refuses it
         (hid,) = client.create_handles([elsewhere], HandleKind.PRODUCER)
         h = client.handles[hid]
-        h.attempting = True
-        client._on_broker(h, broker_a, None)
+        client._on_broker(h, broker_a, None)   # the lookup's answer; its own first grabCnx then stands down
         await cluster.wait_until(lambda: h.state == "connected", timeout=60)
         assert client.stats.attach_failures >= 1
         assert h.broker_id != broker_a
@@ -155,7 +154,7 @@ async def test_a_lookup_of_a_bundle_being_unloaded_answers_by_release(before_302
         {"emulator_lookup_failures_as_service_not_ready": str(before_302).lower()}, source="test")
     async with emulated_cluster(3, seed=8, conf=conf, namespaces={NS: 4}, settings=SLOW_DRAIN) as cluster:
         await cluster.wait_for_leader()
-        client = await _producing_client(cluster)
+        await _producing_client(cluster)
         nb = await cluster.namespace_bundles(NS)
         bundle, owner = next(iter(sorted(cluster.ownership().items())))
         topic = next(t for t in TOPICS if nb.find_bundle(t) == bundle)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.cli import UsageError
+from emulator.model.errors import UsageError
 from emulator.pipeline.cli import add_report_parser, add_rollup_parser, add_sweep_parser, parse_grid, \
     parse_seeds
 from emulator.pipeline.rollup import KPI_COLUMNS

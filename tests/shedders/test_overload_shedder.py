@@ -9,7 +9,7 @@ import pytest
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import LoadData
 from shedders.overload_shedder import OverloadShedder
-from strategies.base import placement_usage
+from emulator.model.selection import placement_usage
 from tests.shedders.builders import MIB, broker, bundle
 
 CONF = ServiceConfig()

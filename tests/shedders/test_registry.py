@@ -1,4 +1,4 @@
-"""shedders.create / names / Registry / create_pair, and AvgShedder in the placement registry."""
+"""shedders.create / names / Registry, and AvgShedder in the placement registry."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 
 import shedders
 import strategies
+from emulator.cluster.strategy_pair import create_pair
 from emulator.model.config import ServiceConfig
 from shedders.avg_shedder import AvgShedder
 from shedders.threshold_shedder import ThresholdShedder
-from strategies.least_long_term_message_rate import LeastLongTermMessageRate
 
 
 def test_names() -> None:
@@ -31,7 +31,7 @@ def test_default_config_names_resolve() -> None:
     default = shedders.create(conf.load_balancer_load_shedding_strategy, random.Random(1))
     assert isinstance(default, ThresholdShedder)
     b26609 = ServiceConfig.for_profile("B+26609")
-    placement, shedder = shedders.create_pair(
+    placement, shedder = create_pair(
         b26609.load_balancer_load_placement_strategy,
         b26609.load_balancer_load_shedding_strategy,
         random.Random(1),
@@ -95,35 +95,3 @@ def test_avg_shedder_is_registered_as_a_placement_strategy() -> None:
         assert callable(obj.select_broker) and callable(obj.find_bundles_for_unloading)
         assert isinstance(obj, strategies.PlacementStrategy)
         assert isinstance(obj, shedders.LoadSheddingStrategy)
-
-
-def test_create_pair_shares_one_avg_shedder() -> None:
-    placement, shedder = shedders.create_pair(
-        "AvgShedder", "org.apache.pulsar.broker.loadbalance.impl.AvgShedder", random.Random(1)
-    )
-    assert placement is shedder and isinstance(placement, AvgShedder)
-
-
-def test_create_pair_rejects_avg_placement_with_another_shedder() -> None:
-    """Pulsar: IllegalArgumentException("The load shedding strategy: ... can't work with ...")."""
-    with pytest.raises(ValueError, match="can't work with the placement strategy 'AvgShedder'"):
-        shedders.create_pair("AvgShedder", "ThresholdShedder", random.Random(1))
-
-
-def test_create_pair_of_distinct_strategies_gives_two_instances() -> None:
-    placement, shedder = shedders.create_pair(
-        "LeastLongTermMessageRate", "ThresholdShedder", random.Random(1)
-    )
-    assert isinstance(placement, LeastLongTermMessageRate) and isinstance(shedder, ThresholdShedder)
-    # AvgShedder as the shedder only: a separate instance, whose plan placement never sees (as Pulsar).
-    placement, shedder = shedders.create_pair("LeastLongTermMessageRate", "AvgShedder", random.Random(1))
-    assert isinstance(placement, LeastLongTermMessageRate) and isinstance(shedder, AvgShedder)
-
-
-def test_create_pair_bad_arguments() -> None:
-    with pytest.raises(TypeError, match="rng"):
-        shedders.create_pair("AvgShedder", "AvgShedder", None)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="unknown placement strategy"):
-        shedders.create_pair("Nope", "ThresholdShedder", random.Random(1))
-    with pytest.raises(ValueError, match="unknown load shedding strategy"):
-        shedders.create_pair("LeastLongTermMessageRate", "Nope", random.Random(1))

@@ -45,7 +45,7 @@ async def test_an_invariant_violation_names_the_bundle_both_owners_and_the_decis
             cluster.brokers[other].owned.update(cluster.brokers[owner].owned)   # forge a second owner
             await asyncio.sleep(2)
     text = str(info.value)
-    assert f"failed invariant single-owner at t=" in text
+    assert "failed invariant single-owner at t=" in text
     assert f"bundle(s) involved: {bundle}" in text
     assert owner in text.split("broker(s) involved: ")[1].splitlines()[0]
     assert other in text.split("broker(s) involved: ")[1].splitlines()[0]

@@ -166,12 +166,12 @@ def test_files_and_names(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(BASE)
     assert loader.load_file(path).name == "t"
-    assert loader.load(str(path)).name == "t"
-    assert loader.load("broker-crash").name == "broker-crash"
+    assert library.load_scenario(str(path)).name == "t"
+    assert library.load_scenario("broker-crash").name == "broker-crash"
     with pytest.raises(ScenarioError, match=r"^.*nope.toml: no such scenario file$"):
-        loader.load(str(tmp_path / "nope.toml"))
+        library.load_scenario(str(tmp_path / "nope.toml"))
     with pytest.raises(ScenarioError, match="not a built-in scenario nor a file; built-in: broker-crash"):
-        loader.load("nonexistent-scenario")
+        library.load_scenario("nonexistent-scenario")
     with pytest.raises(ScenarioError, match="is a directory"):
         loader.load_file(tmp_path)
     bad = tmp_path / "bad.toml"
@@ -233,7 +233,7 @@ max_lookup_redirects = 5
 
 
 @pytest.mark.parametrize("text, seconds", [
-    ("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("30s", 30), ("250ms", 0.25), ("1.5h", 5400),
+    ("90m", 5400), ("2h", 7200), ("1h30m", 5400), ("1h 30m", 5400), ("30s", 30), ("250ms", 0.25), ("1.5h", 5400),
     ("45", 45), (12, 12), (0.5, 0.5), ("-5s", -5), ("2h0m10s", 7210),
 ])
 def test_durations(text, seconds):

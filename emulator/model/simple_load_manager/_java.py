@@ -161,20 +161,20 @@ def _rotate_left(root: _Node, p: _Node) -> _Node:
 
 
 def _rotate_right(root: _Node, p: _Node) -> _Node:
-    l = p.left
-    assert l is not None
-    p.left = l.right
-    if l.right is not None:
-        l.right.parent = p
-    l.parent = p.parent
+    q = p.left
+    assert q is not None
+    p.left = q.right
+    if q.right is not None:
+        q.right.parent = p
+    q.parent = p.parent
     if p.parent is None:
-        root = l
+        root = q
     elif p.parent.right is p:
-        p.parent.right = l
+        p.parent.right = q
     else:
-        p.parent.left = l
-    l.right = p
-    p.parent = l
+        p.parent.left = q
+    q.right = p
+    p.parent = q
     return root
 
 

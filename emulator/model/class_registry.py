@@ -1,9 +1,10 @@
 """A registry of decision classes by name: built-ins by import path, Pulsar class names, `pkg.module:Class`.
 
 Placement strategies and shedders are both created this way (`strategies.create`, `shedders.create`), so
-the lookup rules live once, here. Built-ins are a constant table loaded lazily; extra names go on a
-registry object, never on module state. Unlike Pulsar, which falls back to a default class when the name
-cannot be loaded, an unknown name is an error: a typo should not change the experiment quietly.
+the lookup rules live once, here, in the layer below both. Built-ins are a constant table loaded lazily;
+extra names go on a registry object, never on module state. Unlike Pulsar, which falls back to a default
+class when the name cannot be loaded, an unknown name is an error: a typo should not change the
+experiment quietly.
 """
 
 from __future__ import annotations
