@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from emulator.cluster.client import Phase
+from emulator.cluster.events import HandleDisconnected
 from emulator.cluster.messages import HandleKind
 from emulator.testing import emulated_cluster
 
@@ -58,7 +59,7 @@ async def test_an_unload_backs_the_handle_off_then_it_attaches_again():
         h = client.handles[hid]
         await cluster.wait_until(lambda: h.phase is Phase.ATTACHED, timeout=60)
         phases = []
-        cluster.events.subscribe(lambda e: e["kind"] == "handle_disconnected" and phases.append(h.phase))
+        cluster.events.subscribe(lambda e: isinstance(e, HandleDisconnected) and phases.append(h.phase))
         bundle = (await cluster.namespace_bundles(NS)).find_bundle(h.topic)
         await cluster.unload_bundle(bundle)
         await cluster.wait_until(lambda: h.phase is Phase.ATTACHED and client.stats.reconnects == 1,
