@@ -136,8 +136,11 @@ def _percent_usages(
     return a.percent_usage(), b.percent_usage(), c.percent_usage(), d.percent_usage()
 
 
-class NamespaceBundleStats(msgspec.Struct, rename="camel"):
-    """One bundle's sample in a load report: rates in msg/s, throughputs in bytes/s."""
+class NamespaceBundleStats(msgspec.Struct, rename="camel", frozen=True):
+    """One bundle's sample in a load report: rates in msg/s, throughputs in bytes/s.
+
+    Frozen: a report's samples are shared by the broker that made them, the leader that decoded them
+    and the caches keyed by them (bundle windows, namespaces), so none of them can change under another."""
 
     msg_rate_in: float = 0.0
     msg_rate_out: float = 0.0
