@@ -40,11 +40,10 @@ class DiurnalLoad:
                      bundles: Mapping[str, Mapping[str, TopicLoad]]) -> dict[str, NamespaceBundleStats]:
         f = self.factor(now)
         out = self.flat.bundle_stats(broker_id, now, bundles)
-        for s in out.values():
-            s.msg_rate_in *= f
-            s.msg_rate_out *= f
-            s.msg_throughput_in *= f
-            s.msg_throughput_out *= f
+        for bundle, s in out.items():  # the stats are frozen: scaled copies
+            out[bundle] = NamespaceBundleStats(
+                s.msg_rate_in * f, s.msg_rate_out * f, s.msg_throughput_in * f, s.msg_throughput_out * f,
+                s.consumer_count, s.producer_count, s.topics, s.cache_size)
         return out
 
     def system_usage(self, broker_id: str, now: float,

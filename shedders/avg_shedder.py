@@ -229,6 +229,8 @@ class AvgShedder(BaseShedder):
 
     # --- Placement ---------------------------------------------------------------------------------
 
+    placement_reads_bundle_data = False  # placement reads broker data and its plan; shedding reads bundles
+
     def select_broker(
         self,
         candidates: set[str],

@@ -13,6 +13,12 @@ shedding-plan event. The built-ins implement it; their `find_bundles_for_unloadi
 Java arithmetic is kept where it decides something: `(int)` casts truncate toward zero and saturate
 (`java_int`), `MutableInt.add` wraps at 32 bits (`java_int_add`), and bundles are ordered with
 `Double.compare` in a stable sort (`sorted_by_traffic_desc`).
+
+The fast path, for any shedder that declares it: a class attribute `shedding_reads_bundle_data =
+False` says that `find_bundles_for_unloading` (and `warm_up`) read only `load_data.broker_data`,
+never the bundle windows of `load_data.bundle_data` (nor `bundle_data_for_load_shedding()`); the
+load manager then skips making every window current before the call. Undeclared (or True), every
+window is current. The built-in shedders all read bundle windows and declare nothing.
 """
 
 from __future__ import annotations
@@ -119,6 +125,9 @@ class BaseShedder:
         """A warm start: update the history as `cycles` shedding cycles over `load_data` would have.
         No history here (the emulator's hook, not Pulsar's: Pulsar's shedders start empty)."""
         return None
+
+    shedding_reads_bundle_data: bool = True
+    """Set False in a subclass whose `find_bundles_for_unloading` reads no bundle windows (module doc)."""
 
 
 def find_bundles_for_unloading_explained(

@@ -1,8 +1,7 @@
 """The placement-strategy contract (Pulsar's ModularLoadManagerStrategy) and shared helpers.
 
 The helpers and data shedders use as well (`Selection`, `choose`, `placement_usage`,
-`weighted_max_usage`) live in
-`emulator.model.selection` and are re-exported here.
+`weighted_max_usage`) live in `emulator.model.selection` and are re-exported here.
 
 A strategy is a pure decision: it reads model Structs and an injected `random.Random`, keeps only its
 own small state (e.g. an EMA per broker), and returns a broker id or None. Users write their own
@@ -13,6 +12,14 @@ strategy may also implement `ExplainedPlacementStrategy.select_broker_explained`
 `Selection` (broker, scores, explanation); the load manager calls it through `select_broker_explained`
 below when it is there and speaks for the class, else plain `select_broker` (a `Selection` without
 scores). The built-ins implement it; their `select_broker` is its `broker`.
+
+The fast path, for any strategy that declares it: a class attribute `placement_reads_bundle_data =
+False` says that `select_broker` reads only `load_data.broker_data` (local data, time averages,
+preallocations) and `bundle_to_assign`, never another bundle's windows in `load_data.bundle_data`.
+The load manager then skips making every bundle's windows current before the call (with the
+columnar windows of a big cluster that is most of an assignment's cost); what the strategy reads
+is the same. Undeclared (or True), every window is current when `select_broker` runs. Every
+built-in placement declares False.
 """
 
 from __future__ import annotations
@@ -100,6 +107,9 @@ class BasePlacementStrategy:
 
     def on_active_brokers_change(self, active_brokers: set[str]) -> None:
         return None
+
+    placement_reads_bundle_data: bool = True
+    """Set False in a subclass whose `select_broker` reads no bundle windows (module doc)."""
 
 
 def select_broker_for_bundle(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from emulator.model.loaddata import preallocated_long_term_msg_rate
 from emulator.model.selection import Selection, choose, placement_usage
 from strategies.base import BasePlacementStrategy
 
@@ -27,7 +26,7 @@ def broker_score(broker_data: BrokerData, conf: ServiceConfig) -> float:
     overload_threshold = conf.load_balancer_broker_overloaded_threshold_percentage / 100.0
     if placement_usage(broker_data.local_data, conf) > overload_threshold:
         return math.inf
-    total = preallocated_long_term_msg_rate(broker_data.preallocated_bundle_data)
+    total = broker_data.preallocated_long_term_msg_rate()
     tad = broker_data.time_average_data
     return total + (tad.long_term_msg_rate_in + tad.long_term_msg_rate_out)
 
@@ -39,6 +38,8 @@ class LeastLongTermMessageRate(BasePlacementStrategy):
     returns None when no candidate has data. When every scored broker is at +∞ they all tie (Java's
     `score == minScore` with both +∞), i.e. the pick is random among all scored candidates.
     """
+
+    placement_reads_bundle_data = False  # broker data and the bundle to assign only
 
     def select_broker(
         self,

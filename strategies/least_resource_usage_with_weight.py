@@ -29,6 +29,8 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
     twice, as in Pulsar.
     """
 
+    placement_reads_bundle_data = False  # broker data and the bundle to assign only
+
     def __init__(self, rng: random.Random) -> None:
         super().__init__(rng)
         self.history: dict[str, float] = {}

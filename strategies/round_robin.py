@@ -23,6 +23,8 @@ INTEGER_MAX_VALUE = 2**31 - 1
 class RoundRobinBrokerSelector(BasePlacementStrategy):
     """Cycles through the candidates; the cached list survives as long as its size and members fit."""
 
+    placement_reads_bundle_data = False  # broker data and the bundle to assign only
+
     def __init__(self, rng: random.Random) -> None:
         super().__init__(rng)
         self.count = 0

@@ -589,7 +589,7 @@ class Broker(Actor):
         stopped broker would send lookups there, to fail with NotFound), and dropped when a leader
         decides again (a hundred followers' views of every bundle would not fit in memory): a view
         rebuilt after a gap starts its bundle averages afresh. The view keeps its bundle windows
-        as objects (`columnar=False`, the same numbers): a follower updates it at most once per
+        as objects (`windows="objects"`, the same numbers): a follower updates it at most once per
         report interval, where the columns' faster updates do not pay for their memory (40 brokers x 26,000
         bundles restart case: peak RSS 1.11 -> 0.93 GiB)."""
         from .modular_load_manager import ModularLoadManager
@@ -611,7 +611,7 @@ class Broker(Actor):
                     self.conf.load_balancer_load_placement_strategy, rng=self.rng
                 )
                 lm = self._local_lm = ModularLoadManager(
-                    self.conf, strategy, self.rng, broker_id=self.broker_id, columnar=False
+                    self.conf, strategy, self.rng, broker_id=self.broker_id, windows="objects"
                 )
             registered = await self.md.children(paths.BROKERS)
             reports: dict[str, LocalBrokerData | None] = {}

@@ -269,7 +269,7 @@ class LoadManagerLeader(Actor):
         Returns the number of brokers the shedder saw."""
         assert self.lm is not None
         warm_up = getattr(self.shedder, "warm_up", None)
-        load_data = self.lm.load_data
+        load_data = self.lm.shedding_view(self.shedder)
         if warm_up is not None and cycles > 0:
             warm_up(load_data, self.conf, cycles)
         self.events.emit(ShedderWarmed(shedder=type(self.shedder).__name__, cycles=cycles,
@@ -318,7 +318,8 @@ class LoadManagerLeader(Actor):
         if len(self._available) <= 1:
             self.events.emit(SheddingSkipped(reason="one broker or less", brokers=list(self._available)))
             return []
-        recent = self.lm.load_data.recently_unloaded_bundles
+        # the shedder reads `lm.load_data`: its bundle windows current unless it declared it reads none
+        recent = self.lm.shedding_view(self.shedder).recently_unloaded_bundles
         grace_ms = conf.load_balancer_shedding_grace_period_minutes * 60_000
         for bundle, t in list(recent.items()):
             if t < now_ms - grace_ms:

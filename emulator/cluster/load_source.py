@@ -130,7 +130,7 @@ class FlatLoad:
         """Flat traffic does not change with time, so a bundle's sums are kept for as long as its
         TopicTable (same object, same version) is unchanged: report ticks of a large steady
         cluster then skip the walk over the topics. The stats objects are new on every call
-        (wrappers such as a day curve scale them in place). A FlatLoad's parameters are fixed
+        (frozen; wrappers such as a day curve make scaled copies). A FlatLoad's parameters are fixed
         once it is made."""
         out: dict[str, NamespaceBundleStats] = {}
         cache = self._sums_cache.get(broker_id)

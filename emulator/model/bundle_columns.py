@@ -8,13 +8,14 @@ windows live in arrays, one row per bundle name, and each sample is the same dou
 IEEE operation at a time (numpy adds, multiplies and divides float64 exactly as Java does; nothing
 is fused or reassociated), so every value is bit-identical to the per-object loop.
 
-The `BundleData` objects in `LoadData.bundle_data` stay the public face: rows written since the
-last read are copied into their objects on `sync` (the load manager syncs whenever it hands its
-`LoadData` out), so strategies, shedders and JSON see exactly what the object loop would have left.
+The storage of `bundle_windows.ColumnWindows`. The `BundleData` objects in `LoadData.bundle_data`
+stay the public face: rows written since the last read are copied into their objects on `sync` /
+`sync_row` (when the windows are asked for them), so strategies, shedders and JSON see exactly
+what the object loop would have left.
 
-A broker's report is turned into columns (`ReportColumns`) once, when its `last_stats` dict is new;
-an unchanged report costs nothing but the vector passes. Reports are treated as immutable: the
-leader decodes a fresh `LocalBrokerData` per notification; replace `last_stats` to change it.
+A broker's report is turned into columns (`ReportColumns`) once per `last_stats` dict (the load
+manager keeps its own copy of each report's, whose stats are frozen); an unchanged report costs
+nothing but the vector passes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from emulator.model.loaddata import preallocated_topics
 from emulator.model.policies import PolicyView
 
 if TYPE_CHECKING:
@@ -188,8 +187,8 @@ def filter_brokers_with_large_topic_count(
         total = 0
         if bd is not None:
             # in a lookup storm a broker holds thousands of preallocated bundles and every
-            # assignment filters every candidate: the load manager's map keeps the sum
-            total = preallocated_topics(bd.preallocated_bundle_data) + bd.local_data.num_topics
+            # assignment filters every candidate: BrokerData keeps the sum
+            total = bd.preallocated_topics() + bd.local_data.num_topics
         if total <= max_topics:
             kept.append(broker)
     return kept if kept else cands

@@ -15,7 +15,7 @@ import math
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
@@ -35,9 +35,6 @@ __all__ = [
     "BundleData",
     "TimeAverageBrokerData",
     "BrokerData",
-    "PreallocatedBundles",
-    "preallocated_long_term_msg_rate",
-    "preallocated_topics",
     "LoadData",
     "SheddingView",
     "default_bundle_stats",
@@ -136,8 +133,11 @@ def _percent_usages(
     return a.percent_usage(), b.percent_usage(), c.percent_usage(), d.percent_usage()
 
 
-class NamespaceBundleStats(msgspec.Struct, rename="camel"):
-    """One bundle's sample in a load report: rates in msg/s, throughputs in bytes/s."""
+class NamespaceBundleStats(msgspec.Struct, rename="camel", frozen=True):
+    """One bundle's sample in a load report: rates in msg/s, throughputs in bytes/s.
+
+    Frozen: a report's samples are shared by the broker that made them, the leader that decoded them
+    and the caches keyed by them (bundle windows, namespaces), so none of them can change under another."""
 
     msg_rate_in: float = 0.0
     msg_rate_out: float = 0.0
@@ -490,125 +490,78 @@ class TimeAverageBrokerData(msgspec.Struct, rename="camel"):
 # --- The leader's view -----------------------------------------------------------------------------
 
 
-class PreallocatedBundles(dict):
-    """`BrokerData.preallocated_bundle_data` as the load manager keeps it: a plain {bundle: BundleData}
-    dict that also knows the sum of its bundles' long-term msg rate (in + out) and topics.
-
-    LeastLongTermMessageRate scores every candidate by that sum on every assignment, and in a
-    restart storm a broker holds hundreds of preallocations between two of its reports. The sum is
-    kept as the strategy's loop makes it (0.0, then `+= rate_in + rate_out` per bundle in map
-    order), so appending adds one term and gives the same float; anything else (removal,
-    replacement, `invalidate()`) makes the next call add everything up again. Whoever changes a
-    held BundleData must call `invalidate()` (the load manager does, whenever it writes bundle data).
-    """
-
-    __slots__ = ("_rate", "_topics")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._rate: float | None = None
-        self._topics: int | None = None
-
-    def long_term_msg_rate(self) -> float:
-        """Sum over the bundles, in order, of long-term msg rate in + out (exactly the loop's float)."""
-        rate = getattr(self, "_rate", None)
-        if rate is None:
-            rate = 0.0
-            for data in self.values():
-                long_term = data.long_term_data
-                rate += long_term.msg_rate_in + long_term.msg_rate_out
-            self._rate = rate
-        return rate
-
-    def topics(self) -> int:
-        """Sum of the bundles' topic counts (the max-topics filter adds these per candidate)."""
-        topics = getattr(self, "_topics", None)
-        if topics is None:
-            topics = 0
-            for data in self.values():
-                topics += data.topics
-            self._topics = topics
-        return topics
-
-    def invalidate(self) -> None:
-        self._rate = self._topics = None
-
-    def __setitem__(self, bundle: str, data: BundleData) -> None:
-        rate = getattr(self, "_rate", None)  # unset while copy/pickle rebuild the dict
-        topics = getattr(self, "_topics", None)
-        if bundle in self:
-            self._rate = self._topics = None  # a replaced value keeps its place: add up again
-        else:
-            if rate is not None:
-                long_term = data.long_term_data
-                self._rate = rate + (long_term.msg_rate_in + long_term.msg_rate_out)
-            if topics is not None:
-                self._topics = topics + data.topics
-        super().__setitem__(bundle, data)
-
-    def __delitem__(self, bundle: str) -> None:
-        self.invalidate()
-        super().__delitem__(bundle)
-
-    def clear(self) -> None:
-        self._rate = 0.0
-        self._topics = 0
-        super().clear()
-
-    def pop(self, *args: Any) -> Any:
-        self.invalidate()
-        return super().pop(*args)
-
-    def popitem(self) -> Any:
-        self.invalidate()
-        return super().popitem()
-
-    def setdefault(self, bundle: str, default: Any = None) -> Any:
-        self.invalidate()
-        return super().setdefault(bundle, default)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        self.invalidate()
-        super().update(*args, **kwargs)
-
-    # typeshed's dict.__or__ overloads (a wider dict for other key types) admit no __ior__ override
-    # that mypy accepts, not even one with dict.__ior__'s own signature
-    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]
-        self.invalidate()
-        return super().__ior__(other)
-
-
-def preallocated_long_term_msg_rate(preallocated: Mapping[str, BundleData]) -> float:
-    """Sum, in map order, of the preallocated bundles' long-term msg rate in + out (what
-    LeastLongTermMessageRate adds per candidate): kept by a `PreallocatedBundles`, added up otherwise."""
-    if isinstance(preallocated, PreallocatedBundles):
-        return preallocated.long_term_msg_rate()
-    total = 0.0
-    for data in preallocated.values():
-        long_term = data.long_term_data
-        total += long_term.msg_rate_in + long_term.msg_rate_out
-    return total
-
-
-def preallocated_topics(preallocated: Mapping[str, BundleData]) -> int:
-    """Sum of the preallocated bundles' topic counts (what the max-topics filter adds per
-    candidate): kept by a `PreallocatedBundles`, added up otherwise."""
-    if isinstance(preallocated, PreallocatedBundles):
-        return preallocated.topics()
-    total = 0
-    for data in preallocated.values():
-        total += data.topics
-    return total
-
-
-class BrokerData(msgspec.Struct, rename="camel"):
+class BrokerData(msgspec.Struct, rename="camel", dict=True):
     """The leader's record of one broker (kept in memory, not in the store).
 
-    The load manager fills `preallocated_bundle_data` with a `PreallocatedBundles`; any dict works."""
+    It owns `preallocated_bundle_data` and keeps the two sums placement reads of it on every
+    assignment (LeastLongTermMessageRate's long-term msg rate, the max-topics filter's topics): in a
+    restart storm a broker holds hundreds of preallocations between two of its reports, and every
+    candidate is scored on every assignment. The sums are made as the strategy's loop makes them (0.0,
+    then `+= rate_in + rate_out` per bundle in map order), so `preallocate` adds one term and gives the
+    same float. They are kept for one dict object at one length (a dict replaced, or grown or shrunk
+    behind `preallocate` / `release_preallocation` / `clear_preallocations`, is added up again); whoever
+    changes a held BundleData in place calls `preallocated_data_changed()` (the load manager does after
+    every update of its bundle windows). A BrokerData built by hand works as a plain Struct.
+    """
 
     local_data: LocalBrokerData
     time_average_data: TimeAverageBrokerData = msgspec.field(default_factory=TimeAverageBrokerData)
     preallocated_bundle_data: dict[str, BundleData] = {}
+
+    def preallocate(self, bundle: str, data: BundleData) -> None:
+        """`preallocated_bundle_data[bundle] = data`, the sums following."""
+        held = self.preallocated_bundle_data
+        sums = self._valid_sums()
+        if sums is not None and bundle not in held:
+            long_term = data.long_term_data
+            sums[2] += long_term.msg_rate_in + long_term.msg_rate_out
+            sums[3] += data.topics
+            sums[1] += 1
+        else:
+            self.preallocated_data_changed()  # a replaced value keeps its place: add up again
+        held[bundle] = data
+
+    def release_preallocation(self, bundle: str) -> None:
+        """Forget one preallocated bundle (absent: nothing happens)."""
+        if self.preallocated_bundle_data.pop(bundle, None) is not None:
+            self.preallocated_data_changed()
+
+    def clear_preallocations(self) -> None:
+        held = self.preallocated_bundle_data
+        held.clear()
+        self.__dict__["_preallocated_sums"] = [held, 0, 0.0, 0]
+
+    def preallocated_data_changed(self) -> None:
+        """A held BundleData changed in place: the next read adds the sums up again."""
+        self.__dict__.pop("_preallocated_sums", None)
+
+    def preallocated_long_term_msg_rate(self) -> float:
+        """Sum over the preallocated bundles, in map order, of long-term msg rate in + out."""
+        return self._sums()[2]
+
+    def preallocated_topics(self) -> int:
+        """Sum of the preallocated bundles' topic counts."""
+        return self._sums()[3]
+
+    def _valid_sums(self) -> list[Any] | None:
+        sums = self.__dict__.get("_preallocated_sums")
+        held = self.preallocated_bundle_data
+        if sums is not None and sums[0] is held and sums[1] == len(held):
+            return sums
+        return None
+
+    def _sums(self) -> list[Any]:
+        sums = self._valid_sums()
+        if sums is None:
+            held = self.preallocated_bundle_data
+            rate = 0.0
+            topics = 0
+            for data in held.values():
+                long_term = data.long_term_data
+                rate += long_term.msg_rate_in + long_term.msg_rate_out
+                topics += data.topics
+            sums = self.__dict__["_preallocated_sums"] = [held, len(held), rate, topics]
+        return sums
 
 
 class SheddingView(dict):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from emulator.cluster.load_source import FlatLoad, TopicLoad, TopicTable
 
 
@@ -40,12 +42,13 @@ def test_sums_are_kept_until_the_table_changes_and_match_a_fresh_computation(mon
     assert stats_of(load, plain) == first and stats_of(load, plain) == first and len(walks) == 5
 
 
-def test_stats_are_new_objects_so_a_wrapper_may_scale_them_in_place():
+def test_stats_are_new_frozen_objects_so_a_wrapper_scales_copies():
     load = FlatLoad(rate=10.0)
     t = table(a=1)
     s = stats_of(load, t)
-    s.msg_rate_in *= 0.5                               # what a day-curve wrapper does
-    assert stats_of(load, t).msg_rate_in == 10.0
+    with pytest.raises(AttributeError):
+        s.msg_rate_in *= 0.5                           # frozen: a day-curve wrapper makes scaled copies
+    assert stats_of(load, t) == s and stats_of(load, t) is not s
 
 
 def test_brokers_sharing_one_load_source_keep_their_own_entries(monkeypatch):

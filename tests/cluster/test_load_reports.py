@@ -67,7 +67,7 @@ async def test_leader_samples_bundle_data_once_per_report_notification():
         leader = cluster.brokers[cluster.leader()].leader_actor
         lm = leader.lm
         for bundle in cluster.ownership():
-            data = lm.load_data.bundle_data[bundle]
+            data = lm.view().bundle_data[bundle]
             # the 50 msg/s defaults were overwritten by the first real sample
             assert data.short_term_data.num_samples >= 1
             assert data.short_term_data.msg_rate_in == pytest.approx(

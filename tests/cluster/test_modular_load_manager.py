@@ -181,9 +181,9 @@ def test_never_seen_bundle_gets_defaults_or_persisted_data() -> None:
     m = manager(persisted_bundle_data={"t/p/0x00000000_0xffffffff": persisted})
     m.update_all([A], {A: report()}, [])
     m.select_broker("t/n/0x00000000_0xffffffff")
-    assert m.load_data.bundle_data["t/n/0x00000000_0xffffffff"] == BundleData.default()
+    assert m.view().bundle_data["t/n/0x00000000_0xffffffff"] == BundleData.default()
     m.select_broker("t/p/0x00000000_0xffffffff")
-    loaded = m.load_data.bundle_data["t/p/0x00000000_0xffffffff"]
+    loaded = m.view().bundle_data["t/p/0x00000000_0xffffffff"]
     assert loaded == persisted and loaded is not persisted
 
 
@@ -192,13 +192,13 @@ def test_one_sample_per_update_call_per_bundle() -> None:
     m = manager()
     stats = {bundle: NamespaceBundleStats(msg_rate_in=200.0, topics=2)}
     m.update_all([A], {A: report(stats=stats)}, [])
-    data = m.load_data.bundle_data[bundle]
+    data = m.view().bundle_data[bundle]
     # The first sample overwrites the 50 msg/s default.
     assert data.short_term_data.num_samples == 1 and data.short_term_data.msg_rate_in == 200.0
     for _ in range(4):
         m.update_bundle_data([])  # the 15-minute writer's extra call, same (unchanged) report
     # the same object, brought up to date when load_data is read again (the windows are columns)
-    assert m.load_data.bundle_data[bundle] is data
+    assert m.view().bundle_data[bundle] is data
     assert data.short_term_data.num_samples == 5
     assert data.long_term_data.num_samples == 5
     assert data.topics == 2
@@ -211,7 +211,7 @@ def test_unreported_bundles_are_removed() -> None:
     m.update_all([A], {A: report(stats={b0: NamespaceBundleStats(), b1: NamespaceBundleStats()})}, [])
     result = m.update_all([A], {A: report(stats={b1: NamespaceBundleStats()})}, [])
     assert result.removed_bundles == [b0]
-    assert list(m.load_data.bundle_data) == [b1]
+    assert list(m.view().bundle_data) == [b1]
 
 
 def test_system_namespaces_are_not_in_the_shedding_view() -> None:
@@ -224,8 +224,8 @@ def test_system_namespaces_are_not_in_the_shedding_view() -> None:
     }
     m = manager()
     m.update_all([A], {A: report(stats=stats)}, [])
-    assert len(m.load_data.bundle_data) == 5
-    assert list(m.load_data.bundle_data_for_load_shedding()) == ["public/default/0x00000000_0xffffffff"]
+    assert len(m.view().bundle_data) == 5
+    assert list(m.view().bundle_data_for_load_shedding()) == ["public/default/0x00000000_0xffffffff"]
 
 
 # --------------------------------------------------------------------------- selection pipeline
@@ -366,7 +366,7 @@ def test_split_detection_needs_more_than_one_broker_and_the_switch() -> None:
     m.conf = ServiceConfig(load_balancer_auto_bundle_split_enabled=False)
     assert m.find_bundles_to_split(lambda ns: 1) == {}
     m.remove_bundle_data(hot)
-    assert hot not in m.load_data.bundle_data
+    assert hot not in m.view().bundle_data
 
 
 def test_bundle_data_to_write_top_k_skips_excluded_namespaces() -> None:

@@ -7,6 +7,7 @@ import math
 
 import anyio
 import numpy as np
+import msgspec
 import pytest
 
 from emulator.cluster.load_source import FlatLoad, SystemUsage, TrafficCurves
@@ -87,11 +88,11 @@ class _StepLoad(FlatLoad):
     def bundle_stats(self, broker_id, now, bundles):
         out = super().bundle_stats(broker_id, now, bundles)
         if now >= self.step_at:
-            for s in out.values():
-                s.msg_rate_in *= self.factor
-                s.msg_rate_out *= self.factor
-                s.msg_throughput_in *= self.factor
-                s.msg_throughput_out *= self.factor
+            f = self.factor
+            for name, s in out.items():  # frozen stats: scaled copies
+                out[name] = msgspec.structs.replace(
+                    s, msg_rate_in=s.msg_rate_in * f, msg_rate_out=s.msg_rate_out * f,
+                    msg_throughput_in=s.msg_throughput_in * f, msg_throughput_out=s.msg_throughput_out * f)
         return out
 
 

@@ -1,6 +1,6 @@
 """The columnar bundle windows must leave exactly what the object-by-object updateBundleData leaves.
 
-Two load managers, one on columns and one on the reference loop, get the same random history
+Two load managers, one on `ColumnWindows` and one on `ObjectWindows`, get the same random history
 (reports that change or stay, bundles that come, go, move and are reported twice mid-transfer,
 assignments, splits, persisted data, odd window sizes) and must agree bit for bit after every step.
 """
@@ -22,7 +22,7 @@ from emulator.model.loaddata import (
     BundleData,
     LocalBrokerData,
     NamespaceBundleStats,
-    PreallocatedBundles,
+    BrokerData,
     ResourceUsage,
     TimeAverageMessageData,
     encode_json,
@@ -38,7 +38,7 @@ def _bits(x: float) -> bytes:
 
 def _snapshot(m: ModularLoadManager) -> Any:
     """Everything observable, floats as bit patterns (-0.0 and NaN payloads included)."""
-    ld = m.load_data
+    ld = m.view()
     bundle_data = [
         (b, d.topics, *[(w.max_samples, w.num_samples, *map(_bits, (w.msg_rate_in, w.msg_rate_out,
                                                                         w.msg_throughput_in, w.msg_throughput_out)))
@@ -98,12 +98,12 @@ def _managers(literal: bool, persisted: dict[str, BundleData], strategy: str = "
                          load_balancer_namespace_bundle_max_msg_rate=4000,
                          load_balancer_namespace_bundle_max_bandwidth_mbytes=6)
     out = []
-    for columnar in (True, False):
+    for windows in ("columns", "objects"):
         placement = (_ReadsEveryBundle(random.Random(3)) if strategy == "user"
                      else strategies.create(strategy, random.Random(3)))
         out.append(ModularLoadManager(conf, placement, random.Random(3), broker_id=BROKERS[0],
                                       persisted_bundle_data=copy.deepcopy(persisted),
-                                      columnar=columnar))
+                                      windows=windows))
     return out
 
 
@@ -186,7 +186,7 @@ def test_one_report_reused_many_times_matches() -> None:
         for m in managers:
             m.update_all([BROKERS[0]], {BROKERS[0]: rep}, [])
     assert _snapshot(managers[0]) == _snapshot(managers[1])
-    assert managers[0].load_data.bundle_data[bundle].long_term_data.num_samples == 1000
+    assert managers[0].view().bundle_data[bundle].long_term_data.num_samples == 1000
 
 
 def test_sums_add_left_to_right_from_zero() -> None:
@@ -200,23 +200,27 @@ def test_sums_add_left_to_right_from_zero() -> None:
     assert _bits(BundleColumns.sums(values[:1])[0]) == _bits(0.0)
 
 
+def _broker() -> BrokerData:
+    return BrokerData(local_data=LocalBrokerData())
+
+
 def test_preallocated_sum_is_the_loop_sum() -> None:
-    p = PreallocatedBundles()
+    p = _broker()
     rng = random.Random(5)
     expected = 0.0
     for i in range(200):
         d = BundleData.default()
         d.long_term_data.msg_rate_in = rng.lognormvariate(2, 3)
-        p[f"b{i}"] = d
+        p.preallocate(f"b{i}", d)
         expected += d.long_term_data.msg_rate_in + d.long_term_data.msg_rate_out
-        assert p.long_term_msg_rate() == expected
-    del p["b3"]
+        assert p.preallocated_long_term_msg_rate() == expected
+    p.release_preallocation("b3")
     again = 0.0
-    for d in p.values():
+    for d in p.preallocated_bundle_data.values():
         again += d.long_term_data.msg_rate_in + d.long_term_data.msg_rate_out
-    assert p.long_term_msg_rate() == again
-    p.clear()
-    assert p.long_term_msg_rate() == 0.0 and p == {}
+    assert p.preallocated_long_term_msg_rate() == again
+    p.clear_preallocations()
+    assert p.preallocated_long_term_msg_rate() == 0.0 and p.preallocated_bundle_data == {}
 
 
 def test_a_held_object_keeps_its_last_samples_after_removal() -> None:
@@ -237,18 +241,36 @@ def test_a_held_object_keeps_its_last_samples_after_removal() -> None:
     assert held[0].long_term_data.num_samples == 2
 
 
-def test_preallocated_topics_follow_the_dict() -> None:
-    p = PreallocatedBundles()
+def test_preallocated_topics_follow_the_map() -> None:
+    p = _broker()
     for i in range(5):
         d = BundleData.default()
         d.topics = i
-        p[f"b{i}"] = d
-    assert p.topics() == 10
-    p["b0"].topics = 7  # changed in place: only invalidate() tells
-    p.invalidate()
-    assert p.topics() == 17
-    del p["b4"]
-    assert p.topics() == 13
+        p.preallocate(f"b{i}", d)
+    assert p.preallocated_topics() == 10
+    p.preallocated_bundle_data["b0"].topics = 7  # changed in place: only the owner's call tells
+    p.preallocated_data_changed()
+    assert p.preallocated_topics() == 17
+    p.release_preallocation("b4")
+    assert p.preallocated_topics() == 13
+    p.preallocate("b1", BundleData.default())  # replaced: added up again
+    assert p.preallocated_topics() == 12
+
+
+def test_preallocated_sums_see_the_map_changed_behind_them() -> None:
+    """Entries added or removed without `preallocate` (a hand-built BrokerData, a test) or a map
+    replaced are added up again; a plain BrokerData works without any of the methods."""
+    p = _broker()
+    p.preallocate("a", BundleData.default())
+    assert p.preallocated_long_term_msg_rate() == 100.0
+    p.preallocated_bundle_data["b"] = BundleData.default()
+    assert p.preallocated_long_term_msg_rate() == 200.0
+    del p.preallocated_bundle_data["a"]
+    assert p.preallocated_topics() == 0 and p.preallocated_long_term_msg_rate() == 100.0
+    p.preallocated_bundle_data = {}
+    assert p.preallocated_long_term_msg_rate() == 0.0
+    assert BrokerData(local_data=LocalBrokerData(), preallocated_bundle_data={"x": BundleData.default()}
+                      ).preallocated_long_term_msg_rate() == 100.0
 
 
 def test_bundle_data_of_brings_just_that_bundle_up_to_date() -> None:
@@ -279,3 +301,72 @@ def test_segment_sums_are_the_sums_of_each_segment(sizes: list[int]) -> None:
         start += size
     got = [[_bits(x) for x in row] for row in BundleColumns.segment_sums(values, sizes)]
     assert got == expected
+
+
+# --------------------------------------------------------------------------- the fast path, declared
+
+
+class _BrokerLevelUser(strategies.BasePlacementStrategy):
+    """A user's strategy that declares it reads no bundle windows."""
+
+    placement_reads_bundle_data = False
+
+    def select_broker(self, candidates, bundle_to_assign, load_data, conf):  # type: ignore[no-untyped-def]
+        return min(candidates) if candidates else None
+
+
+def _pending_rows(m: ModularLoadManager) -> int:
+    columns = m.windows.columns  # type: ignore[attr-defined]
+    return int(columns.dirty[:len(columns.names)].sum())
+
+
+@pytest.mark.parametrize("placement, pending_after", [(_BrokerLevelUser, 2), (_ReadsEveryBundle, 0)])
+def test_only_a_strategy_that_declares_it_skips_making_every_window_current(placement: Any,
+                                                                              pending_after: int) -> None:
+    m = ModularLoadManager(ServiceConfig(), placement(random.Random(1)), random.Random(1), broker_id=BROKERS[0])
+    stats = {b: NamespaceBundleStats(msg_rate_in=float(i + 1), topics=1) for i, b in enumerate(BUNDLES[:3])}
+    m.update_all(BROKERS[:2], {BROKERS[0]: LocalBrokerData(bundles=set(stats), last_stats=stats),
+                               BROKERS[1]: LocalBrokerData()}, [])
+    assert _pending_rows(m) == 3
+    chosen, _ = m.select_broker(BUNDLES[0])  # the bundle to assign is always made current
+    assert chosen in BROKERS[:2]
+    assert _pending_rows(m) == pending_after
+    assert m.view().bundle_data[BUNDLES[1]].short_term_data.msg_rate_in == 2.0
+    assert _pending_rows(m) == 0
+
+
+def test_the_built_ins_declare_the_fast_path_and_the_core_imports_none_of_them() -> None:
+    import emulator.cluster.modular_load_manager as core
+    import shedders
+
+    for name in strategies.names():
+        assert strategies.create(name, random.Random(1)).placement_reads_bundle_data is False, name
+    for name in shedders.names():
+        assert getattr(shedders.create(name, random.Random(1)), "shedding_reads_bundle_data", True), name
+    concrete = [v for v in vars(core).values() if isinstance(v, type)
+                and v.__module__.split(".")[0] in ("strategies", "shedders")]
+    assert concrete == []
+
+
+# --------------------------------------------------------------------------- reports, immutable
+
+
+def test_a_report_changed_after_it_was_handed_over_changes_nothing() -> None:
+    """The manager keeps a `last_stats` of its own and the stats are frozen: whatever the caller
+    does to the report afterwards, the manager's view and the caches keyed by it stay as they were."""
+    managers = _managers(False, {})
+    stats = {b: NamespaceBundleStats(msg_rate_in=float(i + 1), topics=2) for i, b in enumerate(BUNDLES[:4])}
+    rep = LocalBrokerData(bundles=set(stats), last_stats=stats)
+    for m in managers:
+        m.update_all([BROKERS[0]], {BROKERS[0]: rep}, [])
+    with pytest.raises(AttributeError):
+        stats[BUNDLES[0]].msg_rate_in = 1e9  # type: ignore[misc]
+    stats[BUNDLES[1]] = NamespaceBundleStats(msg_rate_in=1e9, topics=9)  # the caller's dict, not ours
+    del stats[BUNDLES[2]]
+    for m in managers:
+        m.update_all([BROKERS[0]], {BROKERS[0]: rep}, [])  # the same object: the same report
+        held = m.view().broker_data[BROKERS[0]].local_data.last_stats
+        assert list(held) == BUNDLES[:4] and held[BUNDLES[1]].msg_rate_in == 2.0
+        assert m.view().bundle_data[BUNDLES[1]].short_term_data.msg_rate_in == 2.0
+        assert m.view().broker_data[BROKERS[0]].time_average_data.short_term_msg_rate_in == 10.0
+    assert _snapshot(managers[0]) == _snapshot(managers[1])

@@ -1,0 +1,285 @@
+"""The leader's time-averaged bundle data (`LoadData.bundle_data`) behind one interface, two ways.
+
+Pulsar's `updateBundleData` (pulsar-algorithms.md §2.2) adds one sample to every reported bundle's
+two windows on every report notification and recomputes each broker's TimeAverageBrokerData: O(all
+bundles) per report. `BundleWindows` is what the load manager needs of that data; two classes keep it:
+
+* `ObjectWindows`: the BundleData objects are the data, updated one by one as Pulsar walks them.
+  Always current; the reference, and the choice where updates are rare (a follower's view).
+* `ColumnWindows`: the windows live in numpy columns (`bundle_columns.py`), one vector pass per
+  update with the same IEEE operations, so every value is bit-identical. The BundleData objects
+  of `data` are written from the columns only when asked (`current`, `get`, `prepare_split_check`),
+  so between two reads many updates cost numpy passes, not Python loops.
+
+`make_bundle_windows` chooses once, by name. Both keep `data`'s membership and order current at all
+times; only `ColumnWindows` lets the values of its objects lag until they are asked for.
+
+Preallocated BundleData objects are never pending: `update` leaves every held object current, and a
+bundle is made current (`get` / `admit`) before it is held.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Literal, Protocol
+
+import numpy as np
+
+from emulator.model.bundle_columns import BundleColumns, ReportColumns
+from emulator.model.loaddata import BrokerData, BundleData, TimeAverageBrokerData, default_bundle_stats
+
+__all__ = ["BundleWindows", "ColumnWindows", "ObjectWindows", "WindowsKind", "make_bundle_windows"]
+
+WindowsKind = Literal["objects", "columns"]
+
+BetweenBrokers = Callable[[str, BrokerData], None]
+"""Called for each broker during `update`, after its new bundles joined `data` and before the next
+broker's do: it may read `data`'s membership (not its values) and the broker's preallocations."""
+
+
+class BundleWindows(Protocol):
+    """The time-averaged bundle data of one load manager."""
+
+    data: dict[str, BundleData]
+    """`LoadData.bundle_data`: the bundles known, in the order they joined. Membership is always
+    current; values are current after `current()` (`ObjectWindows`: always)."""
+
+    def update(self, brokers: Mapping[str, BrokerData], between: BetweenBrokers) -> list[str]:
+        """updateBundleData: for each broker in map order, its reported bundles never seen join
+        (persisted data or the defaults, in report order), `between(broker, data)` runs; one sample
+        per reported bundle (a bundle two brokers report gets two, in broker order) and each
+        broker's `time_average_data` over its reported bundles (made after its own samples and
+        before the next broker's). Bundles no broker reports leave; returns them, in `data` order."""
+        ...
+
+    def admit(self, bundle: str) -> BundleData:
+        """getBundleDataOrDefault, kept: the bundle's current data, joining `data` if unknown."""
+        ...
+
+    def get(self, bundle: str) -> BundleData | None:
+        """The bundle's current data (without making every other bundle current), None if unknown."""
+        ...
+
+    def remove(self, bundle: str) -> None:
+        """The bundle leaves `data` (its object keeps its last values: someone may hold it)."""
+        ...
+
+    def current(self) -> bool:
+        """Make every object of `data` current; True if any object changed."""
+        ...
+
+    def prepare_split_check(self, brokers: Mapping[str, BrokerData], max_rate: float,
+                            max_bandwidth: float) -> bool:
+        """Make current what split detection may read: the long-term rate and throughput of the
+        bundles reported with >= 2 topics, where either the current values or the ones the object
+        shows exceed a threshold (below both, the answer is the same). True if any object changed."""
+        ...
+
+
+def make_bundle_windows(kind: WindowsKind, persisted: Mapping[str, BundleData]) -> BundleWindows:
+    """`persisted`: the bundle data read from the store, copied for a bundle when it joins."""
+    if kind == "columns":
+        return ColumnWindows(persisted)
+    if kind == "objects":
+        return ObjectWindows(persisted)
+    raise ValueError(f"bundle windows = {kind!r}; expected 'objects' or 'columns'")
+
+
+def _persisted_or_default(persisted: Mapping[str, BundleData], bundle: str) -> BundleData:
+    """getBundleDataOrDefault: a private copy of the persisted data, or the defaults."""
+    data = persisted.get(bundle)
+    return copy.deepcopy(data) if data is not None else BundleData.default()
+
+
+class ObjectWindows:
+    """The BundleData objects are the data, updated as Pulsar walks them (the reference)."""
+
+    def __init__(self, persisted: Mapping[str, BundleData]) -> None:
+        self.data: dict[str, BundleData] = {}
+        self.persisted = persisted
+
+    def update(self, brokers: Mapping[str, BrokerData], between: BetweenBrokers) -> list[str]:
+        bundle_data = self.data
+        persisted = self.persisted
+        default_stats = default_bundle_stats()
+        active: set[str] = set()
+        for broker, data in brokers.items():
+            stats_map = data.local_data.last_stats
+            for bundle, stats in stats_map.items():
+                active.add(bundle)
+                known = bundle_data.get(bundle)
+                if known is None:
+                    known = bundle_data[bundle] = _persisted_or_default(persisted, bundle)
+                known.update(stats)
+            between(broker, data)
+            time_average = TimeAverageBrokerData()
+            time_average.reset(stats_map.keys(), bundle_data, default_stats)
+            data.time_average_data = time_average
+        removed = [b for b in bundle_data if b not in active]
+        for bundle in removed:
+            del bundle_data[bundle]
+        return removed
+
+    def admit(self, bundle: str) -> BundleData:
+        data = self.data.get(bundle)
+        if data is None:
+            data = self.data[bundle] = _persisted_or_default(self.persisted, bundle)
+        return data
+
+    def get(self, bundle: str) -> BundleData | None:
+        return self.data.get(bundle)
+
+    def remove(self, bundle: str) -> None:
+        self.data.pop(bundle, None)
+
+    def current(self) -> bool:
+        return False
+
+    def prepare_split_check(self, brokers: Mapping[str, BrokerData], max_rate: float,
+                            max_bandwidth: float) -> bool:
+        return False
+
+
+class ColumnWindows:
+    """The windows as numpy columns; objects written when asked for.
+
+    A broker's report is turned into columns (`ReportColumns`) once per `last_stats` dict: the load
+    manager hands over its own copy of each report, which nothing changes afterwards."""
+
+    def __init__(self, persisted: Mapping[str, BundleData]) -> None:
+        self.data: dict[str, BundleData] = {}
+        self.persisted = persisted
+        self.columns = BundleColumns()
+        self._reports: dict[str, ReportColumns] = {}
+
+    # ------------------------------------------------------------------ update
+
+    def update(self, brokers: Mapping[str, BrokerData], between: BetweenBrokers) -> list[str]:
+        """The same walk over brokers as `ObjectWindows.update` (new bundles join in report order,
+        `between` runs broker by broker), then every report's samples in one vector pass. A bundle
+        reported by two brokers (mid-transfer) gets two samples in broker order, and each broker's
+        sums must see only the samples before them: then the brokers are applied one by one."""
+        columns = self.columns
+        bundle_data = self.data
+        if columns.present_count != len(bundle_data):  # changed behind our back: follow the dict
+            columns.rebuild(bundle_data)
+            self._reports = {}
+        walk = self._report_walk(brokers)
+        names = columns.names
+        all_rows = (np.concatenate([report.rows for _, _, report in walk]) if walk
+                    else np.zeros(0, dtype=np.int64))
+        any_new = not columns.present[all_rows].all()
+        for broker, data, report in walk:
+            if any_new and report.rows.size:
+                self._admit_rows(report.rows, names)
+            between(broker, data)
+        held = [data.preallocated_bundle_data for _, data, _ in walk]
+
+        reported = np.bincount(all_rows, minlength=len(names))
+        if all_rows.size and reported.max() > 1:
+            for _, data, report in walk:
+                values = columns.add_samples(report.rows, report.samples, report.topics)
+                data.time_average_data = TimeAverageBrokerData(*columns.sums(values))
+        elif walk:
+            values = columns.add_samples(all_rows, np.concatenate([r.samples for _, _, r in walk]),
+                                         np.concatenate([r.topics for _, _, r in walk]))
+            totals = columns.segment_sums(values, [report.size for _, _, report in walk])
+            for (_, data, _), sums in zip(walk, totals):
+                data.time_average_data = TimeAverageBrokerData(*sums)
+
+        removed: list[str] = []
+        gone = np.flatnonzero(columns.present[:len(names)] & (reported == 0))
+        if gone.size:
+            gone = gone[np.argsort(columns.seq[gone], kind="stable")]  # dict order
+            removed = [names[row] for row in gone.tolist()]
+            for row, bundle in zip(gone.tolist(), removed):
+                del bundle_data[bundle]
+                columns.detach(row)
+        for prealloc in held:  # preallocations that survived the update: their objects must not lag
+            for bundle, held_data in prealloc.items():
+                held_row = columns.index.get(bundle)
+                if held_row is not None and columns.objects[held_row] is held_data:
+                    columns.sync_row(held_row)
+        return removed
+
+    def _report_walk(self, brokers: Mapping[str, BrokerData]) -> list[tuple[str, BrokerData, ReportColumns]]:
+        """(broker, data, its report's columns) in map order, columns made once per report."""
+        previous = self._reports
+        current: dict[str, ReportColumns] = {}
+        walk = []
+        for broker, data in brokers.items():
+            stats_map = data.local_data.last_stats
+            report = previous.get(broker)
+            if report is None or report.stats is not stats_map:
+                report = self.columns.report_columns(stats_map)
+            current[broker] = report
+            walk.append((broker, data, report))
+        self._reports = current
+        return walk
+
+    def _admit_rows(self, rows: np.ndarray, names: list[str]) -> None:
+        """The reported rows not yet in `data` join it, in report order (persisted or default)."""
+        columns = self.columns
+        new = ~columns.present[rows]
+        if not new.any():
+            return
+        new_rows = rows[new].tolist()
+        fresh: list[BundleData] = []
+        defaults: list[bool] = []
+        persisted = self.persisted
+        for row in new_rows:
+            bundle = names[row]
+            made = _persisted_or_default(persisted, bundle)
+            self.data[bundle] = made
+            fresh.append(made)
+            defaults.append(bundle not in persisted)
+        columns.attach_many(new_rows, fresh, defaults)
+
+    # ------------------------------------------------------------------ reads
+
+    def admit(self, bundle: str) -> BundleData:
+        data = self.get(bundle)
+        if data is None:
+            data = self.data[bundle] = _persisted_or_default(self.persisted, bundle)
+            self.columns.attach(self.columns.row(bundle), data)
+        return data
+
+    def get(self, bundle: str) -> BundleData | None:
+        row = self.columns.index.get(bundle)
+        if row is not None:
+            self.columns.sync_row(row)
+        return self.data.get(bundle)
+
+    def remove(self, bundle: str) -> None:
+        if self.data.pop(bundle, None) is not None:
+            self.columns.detach(self.columns.index[bundle])
+
+    def current(self) -> bool:
+        return self.columns.sync()
+
+    def prepare_split_check(self, brokers: Mapping[str, BrokerData], max_rate: float,
+                            max_bandwidth: float) -> bool:
+        columns = self.columns
+        reports = self._reports
+        picked = []
+        for broker, data in brokers.items():
+            report = reports.get(broker)
+            if report is None or report.stats is not data.local_data.last_stats:
+                return self.current()  # reports newer than the columns: make everything current
+            picked.append(report.rows[report.topics >= 2])
+        if not picked:
+            return False
+        rows = np.concatenate(picked)
+        rows = rows[columns.dirty[rows]]
+        if rows.size == 0:
+            return False
+        values = columns.values[rows]
+        shown = columns.long_sums[rows]  # what each object shows: the same additions detection makes
+        with np.errstate(over="ignore", invalid="ignore"):
+            hot = ((values[:, 4] + values[:, 5] > max_rate) | (values[:, 6] + values[:, 7] > max_bandwidth)
+                   | (shown[:, 0] > max_rate) | (shown[:, 1] > max_bandwidth))
+        wrote = False
+        for row in rows[hot].tolist():
+            wrote = columns.sync_row(row) or wrote
+        return wrote

@@ -1,0 +1,98 @@
+"""Both `BundleWindows` give the same numbers, bit for bit, through the interface alone.
+
+(`tests/cluster/test_bundle_windows.py` drives them through the load manager, with preallocations,
+splits and placements in between.)
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import struct
+from typing import Any
+
+import pytest
+
+from emulator.model.bundle_windows import ColumnWindows, ObjectWindows, make_bundle_windows
+from emulator.model.loaddata import (
+    BrokerData,
+    BundleData,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    TimeAverageMessageData,
+)
+
+BUNDLES = [f"t/n/0x{i:08x}_0x{i + 1:08x}" for i in range(40)]
+BROKERS = ["a:8080", "b:8080", "c:8080"]
+
+
+def _bits(x: float) -> bytes:
+    return struct.pack("<d", x)
+
+
+def _numbers(data: dict[str, BundleData]) -> list[Any]:
+    return [(b, d.topics, *[(w.max_samples, w.num_samples, *map(_bits, (w.msg_rate_in, w.msg_rate_out,
+                                                                       w.msg_throughput_in, w.msg_throughput_out)))
+                            for w in (d.short_term_data, d.long_term_data)]) for b, d in data.items()]
+
+
+def _brokers(rng: random.Random) -> dict[str, BrokerData]:
+    out = {}
+    for broker in BROKERS:
+        owned = rng.sample(BUNDLES, rng.randint(0, 12))  # overlaps: some bundles reported twice
+        stats = {b: NamespaceBundleStats(rng.choice([-0.0, rng.lognormvariate(3, 4)]), rng.uniform(0, 1e3),
+                                         rng.uniform(0, 1e7), rng.choice([0.0, 1e300]), topics=rng.randint(0, 3))
+                 for b in owned}
+        out[broker] = BrokerData(local_data=LocalBrokerData(bundles=set(stats), last_stats=stats))
+    return out
+
+
+def _averages(brokers: dict[str, BrokerData]) -> list[bytes]:
+    return [_bits(getattr(d.time_average_data, f)) for d in brokers.values()
+            for f in d.time_average_data.__struct_fields__]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_objects_and_columns_give_the_same_numbers(seed: int) -> None:
+    rng = random.Random(seed)
+    persisted = {b: BundleData(TimeAverageMessageData(10, rng.randint(0, 3), 1.5, 2.5, 3.5, 4.5),
+                               TimeAverageMessageData(1000, 2, 7.0, -0.0, 1e300, 5.0), 3)
+                 for b in rng.sample(BUNDLES, 8)}
+    windows = [ObjectWindows(persisted), ColumnWindows(persisted)]
+    brokers = _brokers(rng)
+    views = [copy.deepcopy(brokers), brokers]  # each implementation writes its own time averages
+    for _ in range(25):
+        if rng.random() < 0.4:
+            brokers = _brokers(rng)
+            views = [copy.deepcopy(brokers), brokers]
+        seen: list[list[Any]] = [[], []]
+        removed = [w.update(v, lambda broker, data, log=log, w=w: log.append((broker, list(w.data))))
+                   for w, v, log in zip(windows, views, seen)]
+        assert removed[0] == removed[1]
+        assert seen[0] == seen[1]  # each broker's turn sees the same members, in the same order
+        assert _averages(views[0]) == _averages(views[1])
+        if rng.random() < 0.3:
+            bundle = rng.choice(BUNDLES)
+            got = [w.get(bundle) for w in windows]
+            assert (got[0] is None) == (got[1] is None)
+            if got[0] is not None and got[1] is not None:
+                assert _numbers({bundle: got[0]}) == _numbers({bundle: got[1]})
+        if rng.random() < 0.2:
+            bundle = rng.choice(BUNDLES)
+            assert _numbers({bundle: windows[0].admit(bundle)}) == _numbers({bundle: windows[1].admit(bundle)})
+        if rng.random() < 0.2:
+            bundle = rng.choice(BUNDLES)
+            for w in windows:
+                w.remove(bundle)
+        if rng.random() < 0.5:
+            windows[1].current()
+            assert _numbers(windows[0].data) == _numbers(windows[1].data)
+    windows[1].current()
+    assert _numbers(windows[0].data) == _numbers(windows[1].data)
+
+
+def test_the_choice_is_made_by_name() -> None:
+    assert isinstance(make_bundle_windows("objects", {}), ObjectWindows)
+    assert isinstance(make_bundle_windows("columns", {}), ColumnWindows)
+    with pytest.raises(ValueError, match="expected 'objects' or 'columns'"):
+        make_bundle_windows("rows", {})  # type: ignore[arg-type]
