@@ -23,11 +23,12 @@ A broker's load is the `weightedMaxEMA` of its BrokerLoadData. Each cycle:
    loaded, at most `loadBalancerMaxNumberOfBrokerSheddingPerCycle` pairs. The pair moves half the load
    gap: `offloadThroughput = (in+out of the max broker) · (max − min)/2 / max`. Its top bundles (least
    loaded of the top k first) are taken while the moved throughput stays within that, skipping bundles
-   it does not own, of excluded namespaces, recently unloaded, with zero throughput, or not transferable (the broker filter
-   pipeline must leave the destination; bundles with isolation or anti-affinity policies only with
-   `loadBalancerSheddingBundlesWithPoliciesEnabled`), and always leaving one. A bundle that overshoots
-   ends the broker unless, with transfer on, some of the min broker's top bundles can be swapped back
-   so both end below the max broker's throughput and the max below 75 % of it.
+   it does not own, of excluded namespaces, recently unloaded, with zero throughput, or not
+   transferable (the broker filter pipeline must leave the destination; bundles with isolation or
+   anti-affinity policies only with `loadBalancerSheddingBundlesWithPoliciesEnabled`), and always
+   leaving one. A bundle that overshoots ends the broker unless, with transfer on, some of the min
+   broker's top bundles can be swapped back so both end below the max broker's throughput and the
+   max below 75 % of it.
 4. With `loadBalancerTransferEnabled` each decision is a transfer (destination = the min broker),
    otherwise a plain unload. After a pair the std is re-estimated as if the load had moved.
 
@@ -49,7 +50,12 @@ from typing import Any
 from emulator.model.config import ServiceConfig
 from emulator.model.extensible.context import LoadManagerContext
 from emulator.model.extensible.counters import UnloadCounter
-from emulator.model.extensible.decisions import Unload, UnloadDecision, UnloadLabel, UnloadReason
+from emulator.model.extensible.decisions import (
+    Unload,
+    UnloadDecision,
+    UnloadLabel,
+    UnloadReason,
+)
 from emulator.model.extensible.filters import BrokerFilterException, apply_filters
 from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData
 from emulator.model.filters import namespace_of_bundle

@@ -9,7 +9,11 @@ import msgspec
 import pytest
 
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.counters import AssignCounter, SplitCounter, UnloadCounter
+from emulator.model.extensible.counters import (
+    AssignCounter,
+    SplitCounter,
+    UnloadCounter,
+)
 from emulator.model.extensible.decisions import (
     Split,
     SplitDecision,
@@ -20,7 +24,11 @@ from emulator.model.extensible.decisions import (
     UnloadLabel,
     UnloadReason,
 )
-from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
+from emulator.model.extensible.load_data import (
+    BrokerLoadData,
+    BrokerLookupData,
+    TopBundlesLoadData,
+)
 from emulator.model.extensible.top_bundles import partition_sort, top_k_bundles
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
 from emulator.model.policies import (

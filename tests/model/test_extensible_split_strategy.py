@@ -10,7 +10,12 @@ import pytest
 from emulator.model.config import ServiceConfig
 from emulator.model.extensible.context import LoadManagerContext
 from emulator.model.extensible.counters import SplitCounter
-from emulator.model.extensible.decisions import Split, SplitDecision, SplitLabel, SplitReason
+from emulator.model.extensible.decisions import (
+    Split,
+    SplitDecision,
+    SplitLabel,
+    SplitReason,
+)
 from emulator.model.extensible.split_strategy import DefaultNamespaceBundleSplitStrategy
 from emulator.model.loaddata import NamespaceBundleStats
 
@@ -32,7 +37,8 @@ def bundle_stats(**fields: float) -> dict[str, NamespaceBundleStats]:
     return {b: NamespaceBundleStats(topics=5, **fields) for b in (BUNDLE1, BUNDLE2)}  # type: ignore[arg-type]
 
 
-def context(conf: ServiceConfig = CONF, owned: bool = True, splitting: frozenset[str] = frozenset()) -> LoadManagerContext:
+def context(conf: ServiceConfig = CONF, owned: bool = True,
+            splitting: frozenset[str] = frozenset()) -> LoadManagerContext:
     owners = {BUNDLE1: BROKER, BUNDLE2: BROKER} if owned else {}
     return LoadManagerContext(conf=conf, owners=owners, splitting=splitting, now_ms=7)
 
@@ -137,7 +143,8 @@ def test_a_cooler_check_resets_the_hit_count() -> None:
 def test_sessions_trigger_off_when_max_is_not_positive() -> None:
     conf = threshold_zero().with_overrides({"loadBalancerNamespaceBundleMaxSessions": 0}, source="t")
     stats = {BUNDLE1: NamespaceBundleStats(topics=5, producer_count=10_000)}
-    assert DefaultNamespaceBundleSplitStrategy().find_bundles_to_split(BROKER, stats, {NAMESPACE: 0}, context(conf)) == []
+    s = DefaultNamespaceBundleSplitStrategy()
+    assert s.find_bundles_to_split(BROKER, stats, {NAMESPACE: 0}, context(conf)) == []
 
 
 def test_unsplittable_range_and_missing_boundaries_are_failures() -> None:

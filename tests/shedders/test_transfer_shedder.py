@@ -18,9 +18,21 @@ import pytest
 import shedders
 from emulator.model.config import ServiceConfig
 from emulator.model.extensible.context import LoadManagerContext
-from emulator.model.extensible.decisions import Unload, UnloadDecision, UnloadLabel, UnloadReason
-from emulator.model.extensible.filters import BrokerFilterException, broker_isolation_policies_filter
-from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
+from emulator.model.extensible.decisions import (
+    Unload,
+    UnloadDecision,
+    UnloadLabel,
+    UnloadReason,
+)
+from emulator.model.extensible.filters import (
+    BrokerFilterException,
+    broker_isolation_policies_filter,
+)
+from emulator.model.extensible.load_data import (
+    BrokerLoadData,
+    BrokerLookupData,
+    TopBundlesLoadData,
+)
 from emulator.model.extensible.top_bundles import top_k_bundles
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
 from emulator.model.policies import (
@@ -30,7 +42,11 @@ from emulator.model.policies import (
     NamespaceIsolationPolicy,
     PolicyView,
 )
-from shedders.transfer_shedder import LoadStats, TransferShedder, is_shedding_allowed_by_policies
+from shedders.transfer_shedder import (
+    LoadStats,
+    TransferShedder,
+    is_shedding_allowed_by_policies,
+)
 
 SUCCESS, SKIP, FAILURE = UnloadLabel.SUCCESS, UnloadLabel.SKIP, UnloadLabel.FAILURE
 R = UnloadReason

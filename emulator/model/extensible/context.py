@@ -17,7 +17,11 @@ from typing import Any
 import msgspec
 
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
+from emulator.model.extensible.load_data import (
+    BrokerLoadData,
+    BrokerLookupData,
+    TopBundlesLoadData,
+)
 from emulator.model.policies import PolicyView
 
 __all__ = ["LoadManagerContext"]

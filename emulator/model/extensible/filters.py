@@ -37,10 +37,10 @@ from emulator.model.filters import (
 )
 
 __all__ = [
+    "DEFAULT_PIPELINE",
     "BrokerFilter",
     "BrokerFilterBadVersionException",
     "BrokerFilterException",
-    "DEFAULT_PIPELINE",
     "anti_affinity_bundle_counts",
     "anti_affinity_group_policy_filter",
     "apply_filters",

@@ -25,10 +25,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from emulator.model.bundles import bundle_range_name, can_split, parse_bundle, split_boundaries
+from emulator.model.bundles import (
+    bundle_range_name,
+    can_split,
+    parse_bundle,
+    split_boundaries,
+)
 from emulator.model.extensible.context import LoadManagerContext
 from emulator.model.extensible.counters import SplitCounter
-from emulator.model.extensible.decisions import Split, SplitDecision, SplitLabel, SplitReason
+from emulator.model.extensible.decisions import (
+    Split,
+    SplitDecision,
+    SplitLabel,
+    SplitReason,
+)
 from emulator.model.filters import bundle_range_of
 from emulator.model.loaddata import NamespaceBundleStats
 
@@ -122,7 +132,8 @@ class DefaultNamespaceBundleSplitStrategy:
                 self._fail(context)
                 continue
             middle = boundaries[0]
-            children = {bundle_range_name(lower, middle): None, bundle_range_name(middle, upper): None}
+            children: dict[str, str | None] = {
+                bundle_range_name(lower, middle): None, bundle_range_name(middle, upper): None}
             split = Split(service_unit=bundle, source_broker=broker_id,
                           split_service_unit_to_dest_broker=children)
             decisions.append(SplitDecision(split=split, label=SplitLabel.SUCCESS, reason=reason))
