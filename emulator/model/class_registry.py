@@ -16,6 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
+EXTENSIONS_PACKAGE = "org.apache.pulsar.broker.loadbalance.extensions."
+"""The Extensible load manager's classes: registered by their full names, with their own protocol."""
+
+
+def is_extensible_name(name: str) -> bool:
+    """A built-in name of the Extensible load manager (its protocol is not the Modular one)."""
+    return name.strip().startswith(EXTENSIONS_PACKAGE)
 
 __all__ = ["PULSAR_PACKAGE", "ClassRegistry", "explains"]
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BrokerFilterException",
     "BundleRangeCache",
+    "SemanticVersion",
     "DEFAULT_DOMAIN",
     "anti_affinity_namespace_counts",
     "apply_namespace_policies",
@@ -354,6 +355,10 @@ class _Version:
         if c != 0:
             return c
         return _ids_cmp(self.build, other.build, none_is_greater=False)
+
+
+SemanticVersion = _Version
+"""jsemver's Version as both load managers' BrokerVersionFilter compares it."""
 
 
 def broker_version_filter(candidates: Iterable[str], load_data: LoadData, conf: ServiceConfig) -> list[str]:

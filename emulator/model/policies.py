@@ -223,6 +223,11 @@ class PolicyView:
     def isolation_policies(self) -> tuple[NamespaceIsolationPolicy, ...]:
         return self._isolation
 
+    def are_isolation_policies_present(self, namespace: str) -> bool:
+        """SimpleResourceAllocationPolicies.areIsolationPoliciesPresent (the Extensible load manager's
+        TopKBundles and TransferShedder skip such bundles)."""
+        return self.isolation_policy(namespace) is not None
+
     def is_shared_broker(self, host: str) -> bool:
         """A host is shared iff no isolation policy lists it as primary (true with no policies)."""
         return not any(p.is_primary_broker(host) for p in self._isolation)

@@ -63,8 +63,9 @@ def test_registry_register_is_local_to_the_registry() -> None:
         reg.register("", MyStrategy)
 
 
-def test_names_are_the_builtins() -> None:
-    assert strategies.names() == sorted(strategies.BUILTINS)
+def test_names_are_the_modular_builtins() -> None:
+    assert strategies.names() == sorted(strategies.MODULAR_BUILTINS)
+    assert set(strategies.BUILTINS) == set(strategies.MODULAR_BUILTINS) | set(strategies.EXTENSIBLE_BUILTINS)
     assert {"LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "RoundRobinBrokerSelector"} <= set(
         strategies.names()
     )

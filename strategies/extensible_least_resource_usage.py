@@ -1,0 +1,55 @@
+"""LeastResourceUsageWithWeight of the Extensible load manager (a different class from the Modular one).
+
+Follows apache/pulsar `extensions/strategy/LeastResourceUsageWithWeight.java` @c3126c68 (`select`) and
+LeastResourceUsageWithWeightTest @0524997. No history of its own: the score of a candidate is the
+`weightedMaxEMA` its broker last published (BrokerLoadData keeps the EMA), so asking twice gives the
+same scores. The average is over the candidates with load data; the best are those with
+`score + loadBalancerAverageResourceUsageDifferenceThresholdPercentage/100 <= average`; one of them is
+picked at random, or one of all candidates (those without load data included) when none is best.
+A score above `loadBalancerBrokerOverloadedThresholdPercentage` is only logged in Pulsar, so it does
+not exclude a broker here either.
+
+Java picks with `ThreadLocalRandom` over a HashSet's order; we pick with the injected rng over the
+sorted candidates, so a seed decides.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from strategies.base import choose
+
+if TYPE_CHECKING:
+    from emulator.model.extensible.context import LoadManagerContext
+
+__all__ = ["LeastResourceUsageWithWeight"]
+
+
+class LeastResourceUsageWithWeight:
+    """`select(brokers, bundle, context)`; `last_scores` holds the scores of the last call."""
+
+    last_scores: dict[str, float] | None
+
+    def __init__(self, rng: random.Random) -> None:
+        if not isinstance(rng, random.Random):
+            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
+        self.rng = rng
+        self.last_scores = None
+
+    def select(self, brokers: set[str], bundle: str, context: LoadManagerContext) -> str | None:
+        if not brokers:
+            self.last_scores = {}
+            return None
+        store = context.broker_load_data
+        scores = {b: store[b].weighted_max_ema for b in sorted(brokers) if b in store}
+        self.last_scores = scores
+        best: list[str] = []
+        if scores:
+            total = 0.0
+            for score in scores.values():
+                total += score
+            avg = total / len(scores)
+            diff = context.conf.load_balancer_average_resource_usage_difference_threshold_percentage / 100.0
+            best = [b for b, score in scores.items() if score + diff <= avg]
+        return choose(self.rng, best or brokers)
