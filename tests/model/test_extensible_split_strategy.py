@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 import pytest
 
 from emulator.model.config import ServiceConfig
@@ -57,9 +59,7 @@ def test_namespace_bundle_split_condition_threshold() -> None:
 
 
 def test_not_enough_topics() -> None:
-    stats = hot_by_rate()
-    for v in stats.values():
-        v.topics = 1
+    stats = {b: msgspec.structs.replace(v, topics=1) for b, v in hot_by_rate().items()}  # stats are frozen
     assert DefaultNamespaceBundleSplitStrategy().find_bundles_to_split(
         BROKER, stats, {NAMESPACE: 0}, context(threshold_zero())) == []
 
