@@ -55,6 +55,7 @@ __all__ = [
     "java_int",
     "java_int_add",
     "java_list_sort",
+    "offload_from_broker",
     "select_until_offloaded",
     "shedding_candidates",
     "sorted_by_traffic_desc",
@@ -286,3 +287,35 @@ def candidates_explained(
     """The bundles a shedder looked at, for the decision log."""
     chosen = set(selected)
     return [{"bundle": b, metric: v, "selected": b in chosen} for b, v in candidates]
+
+
+def offload_from_broker(
+    broker: str,
+    local: LocalBrokerData,
+    min_offload: float,
+    load_data: LoadData,
+    shedding_view: list[Mapping[str, BundleData]],
+    info: dict[str, Any],
+    selected: list[tuple[str, str]],
+) -> None:
+    """The step OverloadShedder and ThresholdShedder share once a broker must shed `min_offload`
+    bytes/s: a broker with more than one bundle gives its biggest bundles by short-term throughput
+    (recently unloaded ones excepted) until the minimum is marked, at least one; a broker with one
+    bundle or none is skipped (OverloadShedder / ThresholdShedder.findBundlesForUnloading, the
+    `if (localData.getBundles().size() > 1)` branch and its two log lines).
+
+    `shedding_view` holds `load_data.bundle_data_for_load_shedding()` once the first broker that needs
+    it has made it (an empty list until then): one view per call of the shedder."""
+    if len(local.bundles) > 1:
+        if not shedding_view:
+            shedding_view.append(load_data.bundle_data_for_load_shedding())
+        candidates = shedding_candidates(shedding_view[0], local, load_data.recently_unloaded_bundles,
+                                         "throughput")
+        chosen = select_until_offloaded(candidates, min_offload)
+        info["candidates"] = candidates_explained(candidates, chosen, "throughput")
+        info["selected"] = chosen
+        selected.extend((broker, bundle) for bundle in chosen)
+    elif len(local.bundles) == 1:
+        info["skip"] = "sole_bundle"
+    else:
+        info["skip"] = "no_bundles"

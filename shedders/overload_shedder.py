@@ -20,14 +20,14 @@ from shedders.base import (
     BaseShedder,
     UnloadPlan,
     broker_throughput,
-    candidates_explained,
-    select_until_offloaded,
-    shedding_candidates,
+    offload_from_broker,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from emulator.model.config import ServiceConfig
-    from emulator.model.loaddata import LoadData
+    from emulator.model.loaddata import BundleData, LoadData
 
 __all__ = ["OverloadShedder"]
 
@@ -45,8 +45,7 @@ class OverloadShedder(BaseShedder):
     ) -> UnloadPlan:
         """The pairs and, per broker, its usage, offload minimum and candidates."""
         threshold = conf.load_balancer_broker_overloaded_threshold_percentage / 100.0
-        recently_unloaded = load_data.recently_unloaded_bundles
-        shedding_view = None
+        shedding_view: list[Mapping[str, BundleData]] = []
         selected: list[tuple[str, str]] = []
         brokers: dict[str, dict[str, Any]] = {}
 
@@ -61,18 +60,7 @@ class OverloadShedder(BaseShedder):
             throughput = broker_throughput(local)
             min_offload = throughput * (usage - threshold + ADDITIONAL_THRESHOLD_PERCENT_MARGIN)
             info.update(throughput=throughput, min_offload=min_offload)
-            if len(local.bundles) > 1:
-                if shedding_view is None:
-                    shedding_view = load_data.bundle_data_for_load_shedding()
-                candidates = shedding_candidates(shedding_view, local, recently_unloaded, "throughput")
-                chosen = select_until_offloaded(candidates, min_offload)
-                info["candidates"] = candidates_explained(candidates, chosen, "throughput")
-                info["selected"] = chosen
-                selected.extend((broker, bundle) for bundle in chosen)
-            elif len(local.bundles) == 1:
-                info["skip"] = "sole_bundle"
-            else:
-                info["skip"] = "no_bundles"
+            offload_from_broker(broker, local, min_offload, load_data, shedding_view, info, selected)
 
         return UnloadPlan(selected, {
             "shedder": "OverloadShedder",

@@ -29,11 +29,14 @@ from shedders.base import (
     UnloadPlan,
     broker_throughput,
     candidates_explained,
+    offload_from_broker,
     select_until_offloaded,
     shedding_candidates,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from emulator.model.config import ServiceConfig
     from emulator.model.loaddata import BundleData, LoadData, LocalBrokerData
 
@@ -101,7 +104,6 @@ class ThresholdShedder(BaseShedder):
         """The pairs and, per broker, its usage, EMA, offload minimum and candidates."""
         threshold = conf.load_balancer_broker_threshold_shedder_percentage / 100.0
         min_throughput_threshold = conf.load_balancer_bundle_unload_min_throughput_threshold * MIB
-        recently_unloaded = load_data.recently_unloaded_bundles
         selected: list[tuple[str, str]] = []
         brokers: dict[str, dict[str, Any]] = {}
         explanation: dict[str, Any] = {
@@ -119,7 +121,7 @@ class ThresholdShedder(BaseShedder):
             explanation["skip"] = "average_usage_is_zero"
             return self._finish(selected, explanation)
 
-        shedding_view: dict[str, BundleData] | None = None
+        shedding_view: list[Mapping[str, BundleData]] = []
         for broker, broker_data in load_data.broker_data.items():
             local = broker_data.local_data
             current = self.history.get(broker, 0.0)
@@ -140,18 +142,7 @@ class ThresholdShedder(BaseShedder):
             if min_offload < min_throughput_threshold:
                 info["skip"] = "below_min_throughput"
                 continue
-            if len(local.bundles) > 1:
-                if shedding_view is None:
-                    shedding_view = load_data.bundle_data_for_load_shedding()
-                candidates = shedding_candidates(shedding_view, local, recently_unloaded, "throughput")
-                chosen = select_until_offloaded(candidates, min_offload)
-                info["candidates"] = candidates_explained(candidates, chosen, "throughput")
-                info["selected"] = chosen
-                selected.extend((broker, bundle) for bundle in chosen)
-            elif len(local.bundles) == 1:
-                info["skip"] = "sole_bundle"
-            else:
-                info["skip"] = "no_bundles"
+            offload_from_broker(broker, local, min_offload, load_data, shedding_view, info, selected)
 
         if not selected and conf.lower_boundary_shedding_enabled:
             explanation["lower_boundary"] = self._try_lower_boundary_shedding(

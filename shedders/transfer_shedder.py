@@ -59,6 +59,7 @@ from emulator.model.extensible.decisions import (
 from emulator.model.extensible.filters import BrokerFilterException, apply_filters
 from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData
 from emulator.model.filters import namespace_of_bundle
+from emulator.model.loaddata import java_div
 from shedders.base import java_double_key
 
 __all__ = ["LoadStats", "TransferShedder"]
@@ -71,15 +72,6 @@ _R = UnloadReason
 def _java_sqrt(x: float) -> float:
     """`Math.sqrt`: NaN for a negative argument (Python raises)."""
     return math.sqrt(x) if x >= 0 else math.nan
-
-
-def _java_div(a: float, b: float) -> float:
-    """Java double division: x/0 is ±Infinity, 0/0 is NaN (Python raises)."""
-    if b == 0:
-        if a == 0 or a != a:
-            return math.nan
-        return math.copysign(math.inf, a) * math.copysign(1.0, b)
-    return a / b
 
 
 class LoadStats:
@@ -263,7 +255,7 @@ class TransferShedder:
             offload = (max_load - min_load) / 2
             max_throughput = max_data.msg_throughput_in + max_data.msg_throughput_out
             min_throughput = min_data.msg_throughput_in + min_data.msg_throughput_out
-            offload_throughput = _java_div(max_throughput * offload, max_load)
+            offload_throughput = java_div(max_throughput * offload, max_load)
             pair.update(max_load=max_load, min_load=min_load, offload=offload,
                         offload_throughput=offload_throughput)
 
@@ -353,7 +345,7 @@ class TransferShedder:
 
             pair.update(marked_offload=marked_offload, marked_gain=marked_gain)
             if marked_offload > 0:
-                adjusted = _java_div((marked_offload - marked_gain) * max_load, max_throughput)
+                adjusted = java_div((marked_offload - marked_gain) * max_load, max_throughput)
                 stats.offload(max_load, min_load, adjusted)
                 pair["std_after"] = stats.std
             else:

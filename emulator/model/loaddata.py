@@ -38,6 +38,7 @@ __all__ = [
     "LoadData",
     "SheddingView",
     "default_bundle_stats",
+    "java_div",
     "need_broker_data_update",
     "percent_change",
     "namespace_of",
@@ -78,7 +79,7 @@ def _java_max(a: float, b: float) -> float:
     return a if a >= b else b
 
 
-def _java_div(a: float, b: float) -> float:
+def java_div(a: float, b: float) -> float:
     """Java double division: x/0 is ±Infinity, 0/0 is NaN (Python raises)."""
     if b == 0:
         if a == 0 or a != a:
@@ -378,7 +379,7 @@ class TimeAverageMessageData(msgspec.Struct, rename="camel"):
         """Add one sample given as numbers; each field is averaged independently.
 
         The leader runs this for every bundle on every load report, so the usual case (n >= 1, a
-        plain double division, the same value Java computes) skips `_java_div`; only a window of
+        plain double division, the same value Java computes) skips `java_div`; only a window of
         0 samples needs Java's x/0 rules."""
         n = self.num_samples + 1
         if n > self.max_samples:
@@ -391,10 +392,10 @@ class TimeAverageMessageData(msgspec.Struct, rename="camel"):
             self.msg_rate_in = (m * self.msg_rate_in + rate_in) / n
             self.msg_rate_out = (m * self.msg_rate_out + rate_out) / n
             return
-        self.msg_throughput_in = _java_div((n - 1) * self.msg_throughput_in + thr_in, n)
-        self.msg_throughput_out = _java_div((n - 1) * self.msg_throughput_out + thr_out, n)
-        self.msg_rate_in = _java_div((n - 1) * self.msg_rate_in + rate_in, n)
-        self.msg_rate_out = _java_div((n - 1) * self.msg_rate_out + rate_out, n)
+        self.msg_throughput_in = java_div((n - 1) * self.msg_throughput_in + thr_in, n)
+        self.msg_throughput_out = java_div((n - 1) * self.msg_throughput_out + thr_out, n)
+        self.msg_rate_in = java_div((n - 1) * self.msg_rate_in + rate_in, n)
+        self.msg_rate_out = java_div((n - 1) * self.msg_rate_out + rate_out, n)
 
     def total_msg_rate(self) -> float:
         return self.msg_rate_in + self.msg_rate_out
