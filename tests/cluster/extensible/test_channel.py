@@ -332,3 +332,21 @@ def test_the_struct_of_a_channel_value_is_pulsars_json() -> None:
     data = ServiceUnitStateData(state=S.OWNED, dst_broker="b:8080", force=False, timestamp=5, version_id=2)
     assert msgspec.json.decode(msgspec.json.encode(data)) == {
         "state": "Owned", "dstBroker": "b:8080", "force": False, "timestamp": 5, "versionId": 2}
+
+
+@pytest.mark.asyncio
+async def test_the_same_seed_gives_the_same_table_with_latencies_on() -> None:
+    async def run(seed: int) -> dict[str, ServiceUnitStateData]:
+        async with cluster(latencies=TopicLatencies(), seed=seed) as c:
+            start_ms = c.channel(c.leader or "").now_ms  # one event loop for the three runs: time goes on
+            await assign_all(c, BUNDLES)
+            victim = owners(c)[BUNDLES[3]] or ""
+            c.crash(victim)
+            await anyio.sleep(SESSION_TIMEOUT_S)
+            c.unregister(victim)
+            await anyio.sleep(2)
+            return {b: msgspec.structs.replace(d, timestamp=d.timestamp - start_ms) for b, d in c.table().items()}
+
+    first, again, other = await run(5), await run(5), await run(6)
+    assert first == again
+    assert [d.timestamp for d in first.values()] != [d.timestamp for d in other.values()]
