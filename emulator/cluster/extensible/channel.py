@@ -1,0 +1,682 @@
+"""One broker's service-unit state channel: the actor that reads, writes and acts on the bundle table.
+
+Follows apache/pulsar `extensions/channel/ServiceUnitStateChannelImpl.java` of master after PIP-378
+(the revision `channel_rules` restates): `start` (`tableview.start(handleEvent, handleExisting)`),
+`getOwnerAsync` / `getActiveOwnerAsync` / `dedupeGetOwnerRequest` / `deferGetOwner`,
+`publishAssignEventAsync`, `publishUnloadEventAsync`, `publishSplitEventAsync`,
+`publishOverrideEventAsync`, `handleEvent` and its `handle*Event`, `handleSkippedEvent`,
+`closeServiceUnit`, `splitServiceUnit` / `splitServiceUnitOnceAndRetry` / `ownChildBundles`, and the
+channel owner's housekeeping: `scheduleOwnershipMonitor` / `monitorOwnerships`,
+`handleBrokerRegistrationEvent` (`handleBrokerCreationEvent`, `handleBrokerDeletionEvent`,
+`scheduleCleanup`), `handleMetadataSessionEvent`, `doCleanup`, `overrideOwnership`,
+`waitForCleanups`, `healthCheckBrokerAsync`.
+
+What to do on each value, and what to write, is decided by the pure functions of
+`emulator.model.extensible.channel_rules`; this actor holds the table view, the waiting lookups and
+the timers, and has its broker act through the `ChannelHost` protocol. Every broker runs one; the
+one on the channel owner (the load-manager leader) also runs the ownership monitor and the orphan
+clean-up (`play_leader` / `play_follower`, called by whoever follows the leader election).
+
+Lookups wait on the channel: a lookup of a bundle that is being assigned to this broker (or whose
+owner is not registered) waits for the Owned, Free or Init value, at most
+`loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`, then answers what the table says
+(`owner_after_wait`). One wait per bundle is shared by every lookup of it (`dedupeGetOwnerRequest`).
+
+Deviation: Pulsar's `UnloadManager` / `SplitManager` register their wait after the publish is
+acknowledged; with the emulator's zero-latency tests the result can arrive in the same instant, so
+`managers.py` registers first (the same outcome whenever Pulsar's ordering holds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import msgspec
+
+from emulator.model.config import ServiceConfig
+from emulator.model.extensible.channel_rules import (
+    BUNDLE_SPLIT_RETRY_DELAY_MS,
+    MAX_BROKER_HEALTH_CHECK_RETRY,
+    MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS,
+    OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS,
+    OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_IN_MILLIS,
+    SESSION_REESTABLISHED,
+    SYSTEM_NAMESPACE,
+    ChannelAction,
+    LookupCompletion,
+    MetadataState,
+    assign_data,
+    assigned_broker,
+    broker_deletion_decision,
+    channel_timing,
+    handle_event,
+    health_check_retry_delay_ms,
+    metadata_state,
+    monitor_ownerships,
+    monitor_skip_reason,
+    orphans_of,
+    override_excluded_brokers,
+    override_ownership,
+    owner_after_wait,
+    owner_lookup,
+    records_session_event,
+    skipped_event_owner,
+    split_data,
+    split_retry,
+    split_writes,
+    unload_data,
+)
+from emulator.model.extensible.decisions import Split, Unload
+from emulator.model.extensible.state import (
+    ServiceUnitState,
+    ServiceUnitStateData,
+    should_keep_left,
+    state_of,
+)
+from emulator.runtime import Actor, ActorSystem
+
+from .host import BundleSplitConflict, ChannelHost
+from .load_data_store import LoadDataStore
+from .system_topic import SystemTopic
+from .table_view import TableView
+
+__all__ = [
+    "BundleDeletedError",
+    "ChannelCounters",
+    "ChannelNotReadyError",
+    "ChannelOwnerUnknownError",
+    "ChannelState",
+    "EventType",
+    "InFlightTimeoutError",
+    "OwnerInactiveError",
+    "ServiceUnitStateChannel",
+    "StateChangeListener",
+]
+
+_S = ServiceUnitState
+
+StateChangeListener = Callable[[str, ServiceUnitStateData | None, BaseException | None], None]
+"""`StateChangeListener.handleEvent(serviceUnit, data, throwable)`: the unload/split managers and the
+top-bundles reporter; called once the broker's own handling of the value is done (or failed)."""
+
+
+class ChannelState(enum.Enum):
+    """`ChannelState` (the ones the emulator goes through)."""
+
+    CONSTRUCTED = "Constructed"
+    STARTED = "Started"
+    DISABLED = "Disabled"
+    CLOSED = "Closed"
+
+
+class EventType(enum.Enum):
+    """`EventType`: the `event` label of `brk_sunit_state_chn_event_publish_ops_total`."""
+
+    ASSIGN = "Assign"
+    SPLIT = "Split"
+    UNLOAD = "Unload"
+    OVERRIDE = "Override"
+
+
+class BundleDeletedError(Exception):
+    """`getOwnerAsync` on a Deleted bundle, or a lookup waiting when it became Deleted."""
+
+
+class InFlightTimeoutError(Exception):
+    """`deferGetOwner`: the bundle was still in flight (or Deleted) when the wait ended."""
+
+
+class OwnerInactiveError(Exception):
+    """`getActiveOwnerAsync`: "The new owner <broker> is inactive." (not in the broker registry)."""
+
+
+class ChannelNotReadyError(Exception):
+    """`ServiceUnitNotReadyException` / "Invalid channel state": the channel is not started, or is
+    disabled (its broker is shutting down) and dropped the lookup."""
+
+
+class ChannelOwnerUnknownError(Exception):
+    """`isChannelOwnerAsync`: "There is no channel owner now."."""
+
+
+class Counters(msgspec.Struct):
+    total: int = 0
+    failure: int = 0
+
+
+def _per_state() -> dict[ServiceUnitState, Counters]:
+    return {s: Counters() for s in ServiceUnitState}
+
+
+def _per_event() -> dict[EventType, Counters]:
+    return {e: Counters() for e in EventType}
+
+
+class ChannelCounters(msgspec.Struct, kw_only=True):
+    """The counters `getMetrics()` renders as `pulsar_sunit_state_chn_*` (`brk_` in Pulsar's source)."""
+
+    owner_lookup: dict[ServiceUnitState, Counters] = msgspec.field(default_factory=_per_state)
+    handler: dict[ServiceUnitState, Counters] = msgspec.field(default_factory=_per_state)
+    event_publish: dict[EventType, Counters] = msgspec.field(default_factory=_per_event)
+    cleanup_errors: int = 0
+    inactive_broker_cleanup: int = 0
+    inactive_broker_cleanup_scheduled: int = 0
+    inactive_broker_cleanup_ignored: int = 0
+    inactive_broker_cleanup_cancelled: int = 0
+    orphan_service_unit_cleanup: int = 0
+    service_unit_tombstone_cleanup: int = 0
+
+
+class _CleanupJob:
+    """A scheduled `doCleanup` (`cleanupJobs` entry); `cancelled` before it fires = `future.cancel`."""
+
+    __slots__ = ("broker", "cancelled")
+
+    def __init__(self, broker: str | None) -> None:
+        self.broker = broker
+        self.cancelled = False
+
+
+class ServiceUnitStateChannel(Actor):
+    """The channel of broker `host.broker_id`; `start()` it from a task of any actor, then use it."""
+
+    def __init__(
+        self,
+        name: str,
+        system: ActorSystem,
+        *,
+        host: ChannelHost,
+        topic: SystemTopic,
+        conf: ServiceConfig,
+        load_data_stores: Sequence[LoadDataStore[Any]] = (),
+    ) -> None:
+        super().__init__(name, system)
+        self.host = host
+        self.broker_id = host.broker_id
+        self.conf = conf
+        self.timing = channel_timing(conf)
+        self.multi_phase_unload = conf.load_balancer_multi_phase_bundle_unload
+        self.load_data_stores = tuple(load_data_stores)
+        self.view: TableView[ServiceUnitStateData] = TableView(topic, self, strategy=should_keep_left)
+        self.channel_state = ChannelState.CONSTRUCTED
+        self.counters = ChannelCounters()
+        self.last_session_event = SESSION_REESTABLISHED
+        self.last_session_event_ms: int | None = None
+        self._listeners: list[StateChangeListener] = []
+        self._owner_requests: dict[str, asyncio.Future[str | None]] = {}
+        self._cleanup_jobs: dict[str | None, _CleanupJob] = {}
+        self._monitor_generation = 0
+        self._monitoring = False
+
+    @property
+    def now_ms(self) -> int:
+        return int(round(self.now * 1000))
+
+    # ================================================================== lifecycle
+
+    async def start(self) -> None:
+        """`start()`: read the table (compacted values, then the tail); own the bundles it says this
+        broker owns (`handleExisting`); from then on handle every new value (`handleEvent`)."""
+        if self.channel_state is not ChannelState.CONSTRUCTED:
+            raise RuntimeError(f"{self.name}: start() on a channel in state {self.channel_state.value}")
+        self.view.listen(self._handle_event)
+        self.view.listen_skipped(self._handle_skipped_event)
+        await self.view.start(existing=self._handle_existing)
+        self.channel_state = ChannelState.STARTED
+
+    def close(self) -> None:
+        """`close()`: stop reading the table and the monitor."""
+        self.channel_state = ChannelState.CLOSED
+        self.play_follower()
+        self.view.close()
+
+    def listen(self, listener: StateChangeListener) -> None:
+        """`listen(StateChangeListener)`."""
+        self._listeners.append(listener)
+
+    def _ready(self) -> bool:
+        """`validateChannelState(Started, true)`: Started or Disabled."""
+        return self.channel_state in (ChannelState.STARTED, ChannelState.DISABLED)
+
+    def _check_ready(self) -> None:
+        if not self._ready():
+            raise ChannelNotReadyError(f"Invalid channel state:{self.channel_state.value}")
+
+    # ================================================================== reading the table
+
+    def owned_service_units(self) -> list[str]:
+        """`getOwnedServiceUnits` of this broker: Owned with dst = this broker, in table order."""
+        me = self.broker_id
+        return [su for su, d in self.view.items() if d.state is _S.OWNED and d.dst_broker == me]
+
+    def ownership_entries(self) -> dict[str, ServiceUnitStateData]:
+        """`getOwnershipEntrySet()`: a copy of the table."""
+        return dict(self.view.data)
+
+    def get_assigned(self, service_unit: str) -> str | None:
+        """`getAssigned`: where the bundle is (being) assigned, for redirects (PIP-307)."""
+        return assigned_broker(self.view.get(service_unit)) if self._ready() else None
+
+    # ================================================================== lookups
+
+    async def get_owner(self, service_unit: str) -> str | None:
+        """`getOwnerAsync`: the owner, None (no owner: the caller assigns one), or an error
+        (BundleDeletedError, InFlightTimeoutError, OwnerInactiveError). May wait on the channel."""
+        self._check_ready()
+        data = self.view.get(service_unit)
+        state = state_of(data)
+        self.counters.owner_lookup[state].total += 1
+        registered = self.broker_id in await self.host.available_brokers()
+        answer = owner_lookup(data, self.broker_id, registered=registered)
+        if answer.kind == "empty":
+            return None
+        if answer.kind == "fail":
+            self.counters.owner_lookup[state].failure += 1
+            raise BundleDeletedError(f"{service_unit} is deleted.")
+        if answer.kind == "owner" and not answer.check_active:
+            return answer.broker
+        try:
+            owner = await self._dedupe_get_owner(service_unit)
+            if owner is not None and owner not in await self.host.available_brokers():
+                raise OwnerInactiveError(f"The new owner {owner} is inactive.")
+            return owner
+        except Exception:
+            self.counters.owner_lookup[state].failure += 1
+            raise
+
+    def is_owner(self, service_unit: str, target_broker: str | None = None) -> bool:
+        """`isOwner`: the table says, without waiting, that `target_broker` (default: this broker)
+        owns the bundle (the active check is assumed to pass)."""
+        if not self._ready():
+            return False
+        target = self.broker_id if target_broker is None else target_broker
+        answer = owner_lookup(self.view.get(service_unit), self.broker_id)
+        return answer.kind == "owner" and answer.broker == target
+
+    def _dedupe_get_owner(self, service_unit: str) -> asyncio.Future[str | None]:
+        """`dedupeGetOwnerRequest`: the one pending request for the bundle; a new one answers the
+        current owner if it is registered, else waits (`deferGetOwner`)."""
+        future = self._owner_requests.get(service_unit)
+        if future is not None:
+            return future
+        future = asyncio.get_running_loop().create_future()
+        self._owner_requests[service_unit] = future
+        future.add_done_callback(lambda f: self._forget_request(service_unit, f))
+        before = owner_after_wait(self.view.get(service_unit))  # getOwnerNow
+        if before.kind == "owner" and before.broker:
+            self.start_soon(self._answer_if_active, service_unit, future, before.broker)
+        else:
+            self._defer(service_unit, future)
+        return future
+
+    def _forget_request(self, service_unit: str, future: asyncio.Future[str | None]) -> None:
+        if self._owner_requests.get(service_unit) is future:
+            del self._owner_requests[service_unit]
+        if not future.cancelled():
+            future.exception()  # retrieved: a request nobody awaits any more is not an error
+
+    async def _answer_if_active(self, service_unit: str, future: asyncio.Future[str | None],
+                                owner: str) -> None:
+        if owner in await self.host.available_brokers():
+            if not future.done():
+                future.set_result(owner)
+        else:  # the leader should be cleaning up its orphans: wait for the new owner
+            self._defer(service_unit, future)
+
+    def _defer(self, service_unit: str, future: asyncio.Future[str | None]) -> None:
+        """`deferGetOwner`: wait for a value that completes it, at most the in-flight wait."""
+        self.call_later(self.timing.in_flight_state_waiting_time_ms / 1000, self._deferred_timeout,
+                        service_unit, future)
+
+    def _deferred_timeout(self, service_unit: str, future: asyncio.Future[str | None]) -> None:
+        if future.done():
+            return
+        after = owner_after_wait(self.view.get(service_unit))
+        if after.kind == "fail":
+            future.set_exception(InFlightTimeoutError(
+                f"{self.broker_id} failed to wait for owner for serviceUnit:{service_unit}"))
+        else:
+            future.set_result(after.broker)
+
+    def _complete_request(self, service_unit: str, owner: str | None) -> None:
+        future = self._owner_requests.pop(service_unit, None)
+        if future is not None and not future.done():
+            future.set_result(owner)
+
+    def _fail_request(self, service_unit: str, error: Exception) -> None:
+        future = self._owner_requests.pop(service_unit, None)
+        if future is not None and not future.done():
+            future.set_exception(error)
+
+    # ================================================================== publishing
+
+    def _pub(self, service_unit: str, data: ServiceUnitStateData | None) -> asyncio.Future[int]:
+        """`pubAsync` / `tombstoneAsync` (None): the table view's `put` / `delete`."""
+        return self.view.topic.publish(self, service_unit, data)
+
+    async def publish_assign(self, service_unit: str, broker: str) -> str | None:
+        """`publishAssignEventAsync`: write (Assigning, dst=broker) and wait for the owner."""
+        self._check_ready()
+        self.counters.event_publish[EventType.ASSIGN].total += 1
+        future = self._dedupe_get_owner(service_unit)
+        self._pub(service_unit, assign_data(self.view.get(service_unit), broker, self.now_ms))
+        return await future
+
+    async def publish_unload(self, unload: Unload, *, force: bool = False) -> None:
+        """`publishUnloadEventAsync`: (Releasing, dst=destination or none, src=source); returns at
+        the acknowledgement (the unload itself is watched by `UnloadManager`)."""
+        self._check_ready()
+        self.counters.event_publish[EventType.UNLOAD].total += 1
+        data = unload_data(self.view.get(unload.service_unit), unload.source_broker, unload.dest_broker,
+                           self.now_ms, force=force)
+        await self._pub(unload.service_unit, data)
+
+    async def publish_split(self, split: Split) -> None:
+        """`publishSplitEventAsync`: (Splitting, src=owner, children); returns at the acknowledgement."""
+        self._check_ready()
+        self.counters.event_publish[EventType.SPLIT].total += 1
+        data = split_data(self.view.get(split.service_unit), split.source_broker,
+                          split.split_service_unit_to_dest_broker, self.now_ms)
+        await self._pub(split.service_unit, data)
+
+    async def publish_override(self, service_unit: str, data: ServiceUnitStateData) -> None:
+        """`publishOverrideEventAsync`: a forced value (`override_ownership`)."""
+        self._check_ready()
+        self.counters.event_publish[EventType.OVERRIDE].total += 1
+        await self._pub(service_unit, data)
+
+    # ================================================================== handling values
+
+    def _handle_existing(self, service_unit: str, data: ServiceUnitStateData | None) -> None:
+        """`handleExisting`: a bundle the table already says this broker owns is served again."""
+        if data is not None and data.state is _S.OWNED and data.dst_broker == self.broker_id:
+            self.start_soon(self.host.own, service_unit)
+
+    def _handle_event(self, service_unit: str, data: ServiceUnitStateData | None) -> None:
+        """`handleEvent`: this broker's reaction to a value the table view applied."""
+        state = state_of(data)
+        self.counters.handler[state].total += 1
+        action = handle_event(data, self.broker_id, self.now_ms,
+                              multi_phase_bundle_unload=self.multi_phase_unload,
+                              channel_disabled=self.channel_state is ChannelState.DISABLED)
+        lookups = action.lookups
+        if lookups is LookupCompletion.OWNER:
+            self._complete_request(service_unit, action.lookup_owner)
+        elif lookups is LookupCompletion.EMPTY:
+            self._complete_request(service_unit, None)
+        elif lookups is LookupCompletion.DELETED:
+            self._fail_request(service_unit, BundleDeletedError(f"{service_unit}has been deleted."))
+        elif lookups is LookupCompletion.NOT_READY:
+            self._fail_request(service_unit, ChannelNotReadyError(
+                f"cancel the lookup request for {service_unit} when receiving {state.value}"))
+            return
+        if action.owned_here:
+            self.start_soon(self.host.own, service_unit)
+        if action.close or action.split or action.publish is not None or action.tombstone:
+            self.start_soon(self._act, service_unit, data, action)
+        elif action.notify:
+            self._notify(service_unit, data, None)
+
+    async def _act(self, service_unit: str, data: ServiceUnitStateData | None, action: ChannelAction) -> None:
+        """The asynchronous part of a handler, in Pulsar's order: close the bundle (`closeServiceUnit`)
+        or split it (`splitServiceUnit`), then publish the next value or the tombstone; then notify
+        (`notifyOnCompletion`)."""
+        error: BaseException | None = None
+        try:
+            if action.close:
+                await self.host.close(service_unit, action.disconnect_clients,
+                                      assigned_broker(self.view.get(service_unit)))
+            if action.split and data is not None:
+                await self._split_service_unit(service_unit, data)
+            if action.publish is not None:
+                await self._pub(service_unit, action.publish)
+            if action.tombstone:
+                await self._pub(service_unit, None)
+        except Exception as exc:
+            error = exc
+            self.counters.handler[action.handler].failure += 1
+            self.log.warning("failed to handle channel event", service_unit=service_unit,
+                             state=action.handler.value, error=repr(exc))
+        if action.notify:
+            self._notify(service_unit, data, error)
+
+    def _handle_skipped_event(self, service_unit: str, data: ServiceUnitStateData | None) -> None:
+        """`handleSkippedEvent`: a dropped write completes a waiting lookup if the bundle is Owned."""
+        if service_unit not in self._owner_requests:
+            return
+        current = self.view.get(service_unit)
+        owner = skipped_event_owner(current)
+        if owner is not None:
+            self._complete_request(service_unit, owner)
+            self._notify(service_unit, current, None)
+
+    def _notify(self, service_unit: str, data: ServiceUnitStateData | None, error: BaseException | None) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(service_unit, data, error)
+            except Exception as exc:  # StateChangeListeners.notify logs and goes on
+                self.log.error("state change listener failed", service_unit=service_unit, error=repr(exc))
+
+    async def _split_service_unit(self, parent: str, data: ServiceUnitStateData) -> None:
+        """`splitServiceUnit` / `splitServiceUnitOnceAndRetry`: own the children (write Owned, dst =
+        this broker, for each child the table lacks), update the namespace's bundles (retried on a
+        conflict, `split_retry`, 100 ms apart), then write Deleted for the parent without waiting."""
+        failures = 0
+        while True:
+            owned, (_, deleted) = split_writes(parent, data, self.view.data, self.now_ms)
+            try:
+                if owned:
+                    await asyncio.gather(*(self._pub(child, value) for child, value in owned))
+                await self.host.split(parent, dict(data.split_service_unit_to_dest_broker or {}))
+                break
+            except BundleSplitConflict:
+                failures += 1
+                if not split_retry(failures):
+                    raise ChannelNotReadyError(f"Failed to split bundle {parent}, Retried {failures} th") from None
+                await anyio.sleep(BUNDLE_SPLIT_RETRY_DELAY_MS / 1000)
+        self._pub(parent, deleted)  # thenAccept(pubAsync(...)): not waited for
+
+    # ================================================================== the channel owner
+
+    async def is_channel_owner(self) -> bool:
+        """`isChannelOwnerAsync`: this broker is the elected leader (ChannelOwnerUnknownError if none)."""
+        with anyio.fail_after(MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS):
+            owner = await self.host.channel_owner()
+        if owner is None:
+            raise ChannelOwnerUnknownError("There is no channel owner now.")
+        return owner == self.broker_id
+
+    def on_metadata_session_event(self, event: str) -> None:
+        """`handleMetadataSessionEvent`: remember SessionReestablished / SessionLost and when."""
+        if records_session_event(event):
+            self.last_session_event = event
+            self.last_session_event_ms = self.now_ms
+
+    def metadata_state(self) -> MetadataState:
+        """`getMetadataState`."""
+        return metadata_state(self.last_session_event, self.last_session_event_ms, self.now_ms,
+                              max_cleanup_delay_s=self.timing.max_cleanup_delay_s)
+
+    def on_broker_registry_event(self, broker: str, created: bool) -> None:
+        """`handleBrokerRegistrationEvent`: the broker registry saw `broker`'s node created or deleted."""
+        if created:
+            if broker in self._cleanup_jobs:
+                self.start_soon(self._cancel_cleanup_if_healthy, broker)
+        else:
+            self.start_soon(self.handle_broker_deletion, broker)
+
+    async def _cancel_cleanup_if_healthy(self, broker: str) -> None:
+        """`handleBrokerCreationEvent`: a broker back before its clean-up ran keeps its bundles."""
+        if await self._health_check(broker):
+            job = self._cleanup_jobs.pop(broker, None)
+            if job is not None:
+                job.cancelled = True
+                self.counters.inactive_broker_cleanup_cancelled += 1
+
+    async def handle_broker_deletion(self, broker: str | None) -> None:
+        """`handleBrokerDeletionEvent`: the channel owner schedules the clean-up of a gone broker, at
+        once (Stable), after `MAX_CLEAN_UP_DELAY_TIME_IN_SECS` (Jittery), or not at all (Unstable)."""
+        try:
+            is_owner = await self.is_channel_owner()
+        except (ChannelOwnerUnknownError, TimeoutError) as exc:
+            self.log.warning("Failed to handle broker deletion event", error=repr(exc))
+            return
+        decision = broker_deletion_decision(is_owner, self.metadata_state(),
+                                            max_cleanup_delay_s=self.timing.max_cleanup_delay_s,
+                                            min_cleanup_delay_s=self.timing.min_cleanup_delay_s)
+        if decision.action == "schedule":
+            self._schedule_cleanup(broker, decision.delay_s)
+        elif decision.action == "ignore":
+            self.counters.inactive_broker_cleanup_ignored += 1
+
+    def _schedule_cleanup(self, broker: str | None, delay_s: int) -> None:
+        """`scheduleCleanup`: at most one pending clean-up per broker (`cleanupJobs.computeIfAbsent`)."""
+        if self.channel_state in (ChannelState.DISABLED, ChannelState.CLOSED) or broker in self._cleanup_jobs:
+            return
+        job = _CleanupJob(broker)
+        self._cleanup_jobs[broker] = job
+        self.counters.inactive_broker_cleanup_scheduled += 1
+        self.call_later(delay_s, self._fire_cleanup, job)
+
+    def _fire_cleanup(self, job: _CleanupJob) -> None:
+        if not job.cancelled:
+            self.start_soon(self._run_cleanup, job)
+
+    async def _run_cleanup(self, job: _CleanupJob) -> None:
+        try:
+            await self.do_cleanup(job.broker, gracefully=False)
+        except Exception as exc:
+            self.counters.cleanup_errors += 1
+            self.log.error("Failed to run the cleanup job", broker=job.broker, error=repr(exc))
+        finally:
+            if self._cleanup_jobs.get(job.broker) is job:
+                del self._cleanup_jobs[job.broker]
+
+    async def _health_check(self, broker: str | None) -> bool:
+        """`healthCheckBrokerAsync` with `doHealthCheckBrokerAsyncWithRetries`: True if it answers
+        within `MAX_BROKER_HEALTH_CHECK_RETRY` retries (a disabled channel counts as healthy)."""
+        retry = 0
+        while True:
+            if self.channel_state in (ChannelState.DISABLED, ChannelState.CLOSED):
+                return True
+            if broker is not None and await self.host.is_healthy(broker):
+                return True
+            if retry == MAX_BROKER_HEALTH_CHECK_RETRY:
+                return False
+            await anyio.sleep(health_check_retry_delay_ms(retry) / 1000)
+            retry += 1
+
+    async def do_cleanup(self, broker: str | None, *, gracefully: bool) -> None:
+        """`doCleanup`: give every bundle `broker` owned or had in flight a new owner (forced
+        overrides), non-system bundles first, then the `pulsar/system` ones; then remove the broker
+        from the load-data stores. Unless `gracefully`, a broker that passes a health check is
+        left alone."""
+        try:
+            with anyio.fail_after(MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS):
+                owner = await self.host.channel_owner()
+        except TimeoutError:
+            owner = None
+        if owner is None:
+            self.log.error("Found the channel owner is empty. Skip the orphan bundle cleanup", broker=broker)
+            return
+        if not gracefully:
+            healthy = False
+            with anyio.move_on_after(self.conf.metadata_store_operation_timeout_seconds):
+                healthy = await self._health_check(broker)
+            if healthy:
+                self.log.warning("Found that the broker to clean is healthy. Skip the orphan bundle cleanup",
+                                 broker=broker)
+                return
+        flush = OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 1000
+        await self.view.refresh(flush)
+        regular, system = orphans_of(self.view.data, broker)
+        for service_unit, data in regular:
+            await self._override_ownership(service_unit, data, broker, gracefully)
+        await self.view.refresh(flush)
+        if regular or system:
+            await self._wait_for_cleanups(broker, exclude_system=True)
+            self.counters.orphan_service_unit_cleanup += len(regular) + len(system)
+            self.counters.inactive_broker_cleanup += 1
+        for service_unit, data in system:
+            await self._override_ownership(service_unit, data, broker, gracefully)
+        await self.view.refresh(flush)
+        if broker is not None:
+            for store in self.load_data_stores:
+                store.remove(broker)
+
+    async def _override_ownership(self, service_unit: str, orphan: ServiceUnitStateData,
+                                  inactive_broker: str | None, gracefully: bool) -> None:
+        """`overrideOwnership`: select a new owner (the inactive broker excluded) and force it."""
+        try:
+            with anyio.fail_after(self.conf.metadata_store_operation_timeout_seconds):
+                selected = await self.host.select(service_unit, override_excluded_brokers(inactive_broker))
+                override = override_ownership(orphan, selected, self.now_ms, gracefully=gracefully)
+                await self.publish_override(service_unit, override)
+        except Exception as exc:
+            self.counters.cleanup_errors += 1
+            self.log.error("Failed to override ownership", service_unit=service_unit,
+                           inactive_broker=inactive_broker, error=repr(exc))
+
+    async def _wait_for_cleanups(self, broker: str | None, *, exclude_system: bool) -> None:
+        """`waitForCleanups`: until no (non-system) bundle is Owned by `broker`, at most
+        `OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS`, checking every half of it."""
+        started = self.now
+        while self.now - started < OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 1000:
+            if not any(
+                data.state is _S.OWNED and data.dst_broker == broker
+                and not (exclude_system and service_unit.startswith(SYSTEM_NAMESPACE))
+                for service_unit, data in self.view.items()
+            ):
+                return
+            await self.view.refresh(OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_IN_MILLIS / 2 / 1000)
+            await anyio.sleep(OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 2 / 1000)
+
+    def play_leader(self) -> None:
+        """`scheduleOwnershipMonitor`: run `monitor_ownerships` now and then every
+        `loadBalancerServiceUnitStateMonitorIntervalInSeconds` after each run ends (fixed delay)."""
+        if self._monitoring:
+            return
+        self._monitoring = True
+        self._monitor_generation += 1
+        self.start_soon(self._monitor_loop, self._monitor_generation)
+
+    def play_follower(self) -> None:
+        """`cancelOwnershipMonitor`."""
+        self._monitoring = False
+        self._monitor_generation += 1
+
+    async def _monitor_loop(self, generation: int) -> None:
+        while generation == self._monitor_generation:
+            try:
+                with anyio.fail_after(self.timing.in_flight_state_waiting_time_ms / 1000):
+                    brokers = await self.host.available_brokers()
+                await self.monitor_ownerships(brokers)
+            except Exception as exc:
+                self.log.info("Failed to monitor the ownerships. will retry..", error=repr(exc))
+            await anyio.sleep(self.timing.ownership_monitor_delay_s)
+
+    async def monitor_ownerships(self, brokers: Sequence[str]) -> None:
+        """`monitorOwnerships`: tombstone old non-active values, schedule the clean-up of brokers that
+        still hold bundles but are gone, override in-flight values stuck past the in-flight wait."""
+        try:
+            is_owner = await self.is_channel_owner()
+        except (ChannelOwnerUnknownError, TimeoutError):
+            return
+        skip = monitor_skip_reason(is_owner, brokers, self.metadata_state())
+        if skip is not None:
+            return
+        table = dict(self.view.data)
+        plan = monitor_ownerships(table, brokers, self.now_ms, self.timing)
+        for service_unit in plan.tombstones:
+            self._pub(service_unit, None)
+            self.counters.service_unit_tombstone_cleanup += 1
+        for broker in plan.inactive_brokers:
+            await self.handle_broker_deletion(broker)
+        for service_unit in plan.timed_out:
+            await self._override_ownership(service_unit, table[service_unit], None, False)
+            self.counters.orphan_service_unit_cleanup += 1
+        await self.view.refresh(OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 1000)
