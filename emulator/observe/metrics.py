@@ -40,7 +40,9 @@ bundle counts, the leader, leader elections, bundle moves, reconnects and their 
 topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
 shedding time, actor crashes (emulator bugs), faults of a user's strategy or shedder; publish latency
 (`emulator.observe.publish.publish_families`); on `--clock wall`, `pulsar_lb_emulator_wall_lag_seconds` (how
-far the run is behind real time x speed; scraped, not recorded, so a recording depends on the seed alone).
+far the run is behind real time x speed; scraped, not recorded, so a recording depends on the seed alone);
+`pulsar_lb_emulator_events_total{cluster,kind,name}`, the events a dashboard marks as annotations
+(scraped, not recorded: `emulator.observe.event_marks`).
 A dead broker exports nothing, as a dead process would.
 """
 
@@ -76,6 +78,7 @@ from emulator.cluster.events import (
     Unload,
 )
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
+from emulator.observe.event_marks import EventMarks
 from emulator.observe.publish import publish_accounting, publish_families
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,9 +181,11 @@ class _Tally:
             HandleFailed: self._on_failed,
         }
         self._unsubscribe = cluster.events.subscribe(self._on_event)
+        self.marks = EventMarks(cluster)
 
     def close(self) -> None:
         self._unsubscribe()
+        self.marks.close()
 
     def _on_event(self, event: Event) -> None:
         handler = self._handlers.get(type(event))
@@ -557,6 +562,9 @@ class _ClusterCollector:
             h = k.histogram(metric_name, doc, labels=C)
             h.add_metric((name,), hist.buckets(), sum_value=hist.total)
             yield h
+
+        if k is _PROMETHEUS:   # scrapes only, as the wall lag: events.jsonl has these (event_marks.py)
+            yield tally.marks.family(k.counter, name)
 
     def _bundle_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""
