@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+import msgspec
+
 from emulator.cluster.events import (
     AdminAction,
     BrokerCrashed,
@@ -59,14 +61,19 @@ def _marked_types() -> dict[type[Event], tuple[str, str]]:
     return keys
 
 
+def _scenario_verbs() -> list[str]:
+    """Every `do = "..."` a scenario event can have."""
+    return [str(spec.__struct_config__.tag) for spec in EVENT_TYPES if issubclass(spec, msgspec.Struct)]
+
+
 class EventMarks:
     """Listens on `cluster.events` from construction on; `family` builds the counter at collect time."""
 
     def __init__(self, cluster: "Cluster") -> None:
         self._keys = _marked_types()
         self.counts: dict[tuple[str, str], int] = {key: 0 for key in self._keys.values()}
-        for spec in EVENT_TYPES:
-            self.counts[(ScenarioEvent.kind, spec.__struct_config__.tag)] = 0
+        for verb in _scenario_verbs():
+            self.counts[(ScenarioEvent.kind, verb)] = 0
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     def close(self) -> None:
