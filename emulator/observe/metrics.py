@@ -84,7 +84,10 @@ from emulator.observe.publish import publish_accounting, publish_families
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS"]
+__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS", "SCRAPE_ONLY"]
+
+SCRAPE_ONLY = frozenset({"pulsar_lb_emulator_wall_lag_seconds", "pulsar_lb_emulator_events_total"})
+"""Sample names a scrape collects and a recording leaves out (`rows()`): the wall lag, the event marks."""
 
 RECONNECT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Seconds from a producer/consumer's disconnect to its reconnect (backoff starts at 100 ms)."""
@@ -601,7 +604,8 @@ class ClusterMetrics:
 
     def rows(self) -> list[tuple[SeriesKey, Any]]:
         """What `samples()` gives, in the same order, as (series key, value): for the recorder, which
-        encodes each series' name and labels once. The registry holds this one collector only."""
+        encodes each series' name and labels once; without the scrape-only families (the wall lag, the
+        event marks). The registry holds this one collector only."""
         return [row for family in self._collector.families(_ROWS) for row in family.rows]
 
     def exposition(self) -> bytes:
