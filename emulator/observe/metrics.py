@@ -40,7 +40,9 @@ bundle counts, the leader, leader elections, bundle moves, reconnects and their 
 topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
 shedding time, actor crashes (emulator bugs), faults of a user's strategy or shedder; publish latency
 (`emulator.observe.publish.publish_families`); on `--clock wall`, `pulsar_lb_emulator_wall_lag_seconds` (how
-far the run is behind real time x speed; scraped, not recorded, so a recording depends on the seed alone).
+far the run is behind real time x speed; scraped, not recorded, so a recording depends on the seed alone);
+`pulsar_lb_emulator_events_total{cluster,kind,name}`, the events a dashboard marks as annotations
+(scraped, not recorded: `emulator.observe.event_marks`).
 A dead broker exports nothing, as a dead process would.
 """
 
@@ -76,12 +78,16 @@ from emulator.cluster.events import (
     Unload,
 )
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
+from emulator.observe.event_marks import EventMarks
 from emulator.observe.publish import publish_accounting, publish_families
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS"]
+__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS", "SCRAPE_ONLY"]
+
+SCRAPE_ONLY = frozenset({"pulsar_lb_emulator_wall_lag_seconds", "pulsar_lb_emulator_events_total"})
+"""Sample names a scrape collects and a recording leaves out (`rows()`): the wall lag, the event marks."""
 
 RECONNECT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Seconds from a producer/consumer's disconnect to its reconnect (backoff starts at 100 ms)."""
@@ -178,9 +184,11 @@ class _Tally:
             HandleFailed: self._on_failed,
         }
         self._unsubscribe = cluster.events.subscribe(self._on_event)
+        self.marks = EventMarks(cluster)
 
     def close(self) -> None:
         self._unsubscribe()
+        self.marks.close()
 
     def _on_event(self, event: Event) -> None:
         handler = self._handlers.get(type(event))
@@ -558,6 +566,9 @@ class _ClusterCollector:
             h.add_metric((name,), hist.buckets(), sum_value=hist.total)
             yield h
 
+        if k is _PROMETHEUS:   # scrapes only, as the wall lag: events.jsonl has these (event_marks.py)
+            yield tally.marks.family(k.counter, name)
+
     def _bundle_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""
         for metric_name, attr, doc in _BUNDLE_GAUGES:
@@ -593,7 +604,8 @@ class ClusterMetrics:
 
     def rows(self) -> list[tuple[SeriesKey, Any]]:
         """What `samples()` gives, in the same order, as (series key, value): for the recorder, which
-        encodes each series' name and labels once. The registry holds this one collector only."""
+        encodes each series' name and labels once; without the scrape-only families (the wall lag, the
+        event marks). The registry holds this one collector only."""
         return [row for family in self._collector.families(_ROWS) for row in family.rows]
 
     def exposition(self) -> bytes:

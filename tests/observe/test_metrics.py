@@ -12,7 +12,7 @@ import pytest
 from emulator.cluster.events import HandleReconnected
 from emulator.cluster.load_source import FlatLoad
 from emulator.model.config import ServiceConfig
-from emulator.observe.metrics import ClusterMetrics
+from emulator.observe.metrics import SCRAPE_ONLY, ClusterMetrics
 from emulator.testing import emulated_cluster
 
 NS = "public/default"
@@ -327,6 +327,6 @@ async def test_rows_equal_samples_on_a_live_cluster():
         for _ in range(8):
             await anyio.sleep(60)
             rows = [(name, dict(zip(names, values)), v) for (name, names, values), v in metrics.rows()]
-            samples = list(metrics.samples())
+            samples = [s for s in metrics.samples() if s[0] not in SCRAPE_ONLY]   # rows leave those out
             assert rows == samples and any(n.endswith("_bucket") for n, _, _ in rows)
         metrics.close()
