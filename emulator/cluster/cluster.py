@@ -314,7 +314,8 @@ class Cluster:
         a new lookup semaphore for maxConcurrentLookupRequest, LoadManager.create and a restart of the
         load manager for loadManagerClassName). Here every broker and the leader share this
         ServiceConfig, so the value is applied to it at once and read at each next use of the key;
-        applying it through the watch is left to the load-manager seam. A value Pulsar's FieldParser
+        loadManagerClassName's listener runs on each broker when its watch sees the node change
+        (broker.py: the live switch). A value Pulsar's FieldParser
         cannot parse would be stored and fail on every broker; here it raises ConfigError first."""
         name = _pulsar_key(key)
         text = value if isinstance(value, str) else property_text(value)

@@ -131,14 +131,17 @@ that no load manager's module is imported by a cluster that does not run it). Th
 manager's entry joins when it is wired; until then its class name falls back as an unknown class."""
 
 
+class ClassNotFoundException(LookupError):
+    """Reflections.createInstance of a name no load manager here has (Java's exception, by name)."""
+
+
 def _factory(class_name: str) -> Factory:
     """Reflections.createInstance: the class of that name, or an error saying why not."""
     if not class_name.strip():
         class_name = SIMPLE   # StringUtils.isBlank(loadManagerClassName) -> SimpleLoadManagerImpl
     path = LOAD_MANAGERS.get(class_name)
     if path is None:
-        raise LookupError(f"java.lang.ClassNotFoundException: {class_name} (known load managers: "
-                          f"{', '.join(LOAD_MANAGERS)})")
+        raise ClassNotFoundException(f"{class_name} (known load managers: {', '.join(LOAD_MANAGERS)})")
     module_name, _, attr = path.partition(":")
     factory: Factory = getattr(importlib.import_module(module_name), attr)
     return factory
