@@ -22,11 +22,13 @@ def test_noop_load_manager_runs_the_default_scenario_end_to_end(tmp_path):
     (run_dir,) = list(tmp_path.iterdir())
     info = json.loads((run_dir / "run.json").read_text())
     assert info["config"]["loadManagerClassName"] == NOOP
-    # every bundle is owned where its first lookup landed: no redirect, no report written, no decision
+    # every bundle is owned where its first lookup landed: no redirect, no leader decision
     assert " redirects 0;" in p.stdout and "bundles            64 owned" in p.stdout
     kinds = {json.loads(line)["kind"] for line in (run_dir / "events.jsonl").read_text().splitlines()}
-    assert "leader_started" not in kinds and "leader_elected" in kinds   # an election, no leader half
-    assert (run_dir / "decisions.jsonl").read_text().count('"decision":"assignment"') == 0
+    assert "actor_failed" not in kinds
+    decisions = (run_dir / "decisions.jsonl").read_text()
+    # Modular's 4 minutes hold about 110 assignments and 4 shedding plans; Noop's none
+    assert '"decision":"assignment"' not in decisions and '"decision":"shedding_plan"' not in decisions
 
 
 def test_an_unknown_load_manager_falls_back_with_pulsars_warning():
