@@ -67,7 +67,7 @@ def _key_value(text: str) -> tuple[str, str]:
 
 RUN_EPILOG = """\
 settings precedence (lowest to highest):
-  built-in defaults < --broker-conf < scenario [settings] < --set / --placement / --shedder
+  built-in defaults < --broker-conf < scenario [settings] < --set / --placement / --shedder / --load-manager
 
 examples:
   pulsar-lb-emulator run                                  # the default scenario, virtual clock
@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a Pulsar config key (e.g. loadBalancerSheddingIntervalMinutes=5); repeatable")
     run.add_argument("--placement", help="placement strategy: name, Pulsar class name or pkg.module:Class")
     run.add_argument("--shedder", help="shedding strategy: name, Pulsar class name or pkg.module:Class")
+    run.add_argument("--load-manager", metavar="CLASS",
+                     help="loadManagerClassName, by Pulsar's class name or its short name: "
+                          "ModularLoadManagerImpl (default), SimpleLoadManagerImpl, NoopLoadManager; "
+                          "an unknown class falls back to SimpleLoadManagerImpl, as in Pulsar")
     run.add_argument("--seed", type=_int("--seed"), help="run seed (default: the scenario's)")
     run.add_argument("--duration", help="emulated time to run, e.g. 90m, 2h (default: the scenario's)")
     run.add_argument("--clock", choices=("virtual", "wall"), default="virtual",
@@ -161,6 +165,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides["placement"] = args.placement
     if args.shedder:
         overrides["shedder"] = args.shedder
+    if args.load_manager:
+        from emulator.cluster.load_manager import resolve_class_name
+
+        overrides["loadManagerClassName"] = resolve_class_name(args.load_manager)
     opts = RunOptions(
         scenario=args.scenario, broker_conf=args.broker_conf, overrides=overrides, seed=args.seed,
         duration=parse_flag_duration(args.duration) if args.duration is not None else None,

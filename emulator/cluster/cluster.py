@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterable, TypedDict
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, TypedDict
 
 import anyio
 import msgspec
@@ -27,7 +27,6 @@ from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
 from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents, ConfigChanged
 from .latency import Constant, Latencies
-from .leader import LoadManagerLeader
 from .load_source import FlatLoad, LoadSource
 from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, WarmStart
 from .metadata_client import MetadataClient
@@ -106,7 +105,6 @@ class Cluster:
         self._dynamic_written: bytes | None = None
         self._dynamic_lock: anyio.Lock | None = None
         self._host_seq = 0
-        self._leader_factory = LoadManagerLeader.factory(settings.placement, settings.shedder)
         self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
         self.decision_log: object | None = None  # likewise: an observer of self.events
 
@@ -224,7 +222,7 @@ class Cluster:
         broker = Broker(
             broker_id, self.system, conf=self.conf, network=self.network,
             load_source=self.load_source, events=self.events,
-            leader_factory=self._leader_factory, store_name=STORE_NAME,
+            placement=self.settings.placement, shedder=self.settings.shedder, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
             decoded=self.decoded, latencies=self.latencies, cluster_name=self.name,
         )
@@ -278,9 +276,10 @@ class Cluster:
             if destination not in self.store.peek_children(paths.BROKERS):
                 return AdminResult(False, "Not allowed unload namespace bundle to inactive "
                                           f"destination broker {destination}")
-            leader = self._leader_actor()
-            if leader is not None:
-                leader.affinity[bundle.rsplit("/", 1)[1]] = destination
+            leader = self.leader()
+            b = self.brokers.get(leader) if leader else None
+            if b is not None and b.alive:
+                b.load_manager.set_namespace_bundle_affinity(bundle, destination)
         self.events.emit(AdminUnload(bundle=bundle, destination=destination))
         return await self._admin_call(owner, UnloadBundle(bundle))
 
@@ -315,7 +314,8 @@ class Cluster:
         a new lookup semaphore for maxConcurrentLookupRequest, LoadManager.create and a restart of the
         load manager for loadManagerClassName). Here every broker and the leader share this
         ServiceConfig, so the value is applied to it at once and read at each next use of the key;
-        applying it through the watch is left to the load-manager seam. A value Pulsar's FieldParser
+        loadManagerClassName's listener runs on each broker when its watch sees the node change
+        (broker.py: the live switch). A value Pulsar's FieldParser
         cannot parse would be stored and fail on every broker; here it raises ConfigError first."""
         name = _pulsar_key(key)
         text = value if isinstance(value, str) else property_text(value)
@@ -386,10 +386,11 @@ class Cluster:
         except (ActorDead, AskTimeout) as e:
             return AdminResult(False, str(e))
 
-    def _leader_actor(self) -> LoadManagerLeader | None:
+    def _leader_actor(self) -> Any:
+        """The leader's load-manager actor (Modular's LoadManagerLeader), or None."""
         leader = self.leader()
         b = self.brokers.get(leader) if leader else None
-        return b.leader_actor if b is not None and b.alive else None  # type: ignore[return-value]
+        return b.leader_actor if b is not None and b.alive else None
 
     def _live_broker(self, broker_id: str) -> Broker:
         broker = self.brokers.get(broker_id)
@@ -462,7 +463,7 @@ class Cluster:
 
     async def wait_for_leader(self, timeout: float = 120.0) -> str:
         await self.wait_until(lambda: self.leader() is not None and any(
-            b.is_leader and b.leader_actor is not None for b in self.brokers.values() if b.alive),
+            b.is_leader and b.load_manager.leader_ready() for b in self.brokers.values() if b.alive),
             timeout=timeout, what="a leader")
         leader = self.leader()
         assert leader is not None

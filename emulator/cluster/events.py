@@ -35,7 +35,8 @@ __all__ = [
     "ClusterEvents", "ConfigChanged", "Decision", "Event", "FailureDomainDeleted", "FailureDomainSet",
     "HandleClosed", "HandleConnected", "HandleDisconnected", "HandleEvent", "HandleFailed",
     "HandleReconnected", "InitialState", "IsolationPolicyDeleted", "IsolationPolicySet",
-    "LeaderDecision", "LeaderElected", "LeaderStarted", "Listener", "LoadReportWritten",
+    "LeaderDecision", "LeaderElected", "LeaderStarted", "Listener", "LoadManagerChanged",
+    "LoadManagerCreateFailed", "LoadReportWritten",
     "PlacementFailed", "ScenarioEvent", "ScenarioEventFailed", "SelectionTrace", "SessionLost",
     "SessionReestablished", "ShedderWarmed", "SheddingFailed", "SheddingPlan", "SheddingSkipped",
     "Split", "SplitSkipped", "Unload", "UnloadSkipped", "WarmBundleData", "WarmStarted",
@@ -454,6 +455,28 @@ class ConfigChanged(Event, kw_only=True):
     kind = "config_changed"
     key: str
     value: Any
+
+
+class LoadManagerChanged(Event, kw_only=True):
+    """BrokerService's loadManagerClassName listener ran on `broker`: `previous` stopped, `current`
+    started (`requested` is the configured class name; it differs from `current` after a fallback)."""
+
+    kind = "load_manager_changed"
+    broker: str
+    previous: str
+    current: str
+    requested: str
+
+
+class LoadManagerCreateFailed(Event, kw_only=True):
+    """LoadManager.create could not make `requested` on `broker` ("Error when trying to create load
+    manager"): `fallback` runs instead."""
+
+    kind = "load_manager_create_failed"
+    broker: str
+    requested: str
+    fallback: str
+    error: str
 
 
 # ================================================================================== operator actions

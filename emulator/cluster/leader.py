@@ -115,16 +115,6 @@ class LoadManagerLeader(Actor):
         self.updates = 0
         self._policies = PolicyView()
 
-    @classmethod
-    def factory(cls, placement_name: str | None = None, shedder_name: str | None = None):
-        """The broker calls this with itself when it wins the election."""
-
-        def make(broker: "Broker") -> "LoadManagerLeader":
-            return cls(f"{broker.broker_id}/leader", broker.system, broker=broker,
-                       placement_name=placement_name, shedder_name=shedder_name)
-
-        return make
-
     # ------------------------------------------------------------------ start: rebuild from the store
 
     async def on_start(self) -> None:

@@ -27,6 +27,19 @@ class ServerError(str, Enum):
     TOPIC_NOT_FOUND = "TopicNotFound"
 
 
+class LookupFailure(Exception):
+    """A lookup that ends in CommandLookupTopicResponse Failed with `error`."""
+
+    def __init__(self, error: ServerError, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+class AdminError(Exception):
+    """An admin operation refused by the broker (IllegalStateException / NotFound in Pulsar)."""
+
+
 # --------------------------------------------------------------------------- lookups
 
 

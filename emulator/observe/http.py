@@ -193,7 +193,9 @@ class AdminViews:
         return _json(out)
 
     def load_report(self, query: dict[str, str], broker: str | None = None) -> Response:
-        return _json(self._answering_broker(query, broker).local_data)
+        """BrokerStatsBase.getLoadReport: the load manager's generateLoadReport(); null (Noop) is 204."""
+        report = self._answering_broker(query, broker).load_manager.generate_load_report()
+        return (204, _JSON, b"") if report is None else _json(report)
 
     def broker_topics(self, query: dict[str, str]) -> Response:
         return _json(pulsar_admin.broker_topic_stats(self._answering_broker(query)))
