@@ -66,9 +66,9 @@ class _LoopClock:
     def now(self) -> float:
         made = self._made
         if made is not None:
-            loop = made()
-            if loop is not None and loop._thread_id == get_ident():
-                return loop._virtual_now
+            mine = made()
+            if mine is not None and mine._thread_id == get_ident():
+                return mine._virtual_now
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
