@@ -48,6 +48,7 @@ _MIN_CANCELLED_TIMER_HANDLES_FRACTION: float = (
     asyncio.base_events._MIN_CANCELLED_TIMER_HANDLES_FRACTION)  # type: ignore[attr-defined]
 _MAXIMUM_SELECT_TIMEOUT: float = asyncio.base_events.MAXIMUM_SELECT_TIMEOUT  # type: ignore[attr-defined]
 _format_handle: Callable[[asyncio.Handle], str] = asyncio.base_events._format_handle  # type: ignore[attr-defined]
+_asyncio_logger = asyncio.base_events.logger  # type: ignore[attr-defined]
 
 
 class DeadlockError(RuntimeError):
@@ -255,7 +256,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             handle._run()
             dt = self.time() - t0
             if dt >= self.slow_callback_duration:
-                asyncio.log.logger.warning("Executing %s took %.3f seconds", _format_handle(handle), dt)
+                _asyncio_logger.warning("Executing %s took %.3f seconds", _format_handle(handle), dt)
         finally:
             self._current_handle = None
 
