@@ -154,6 +154,12 @@ class MetadataTree:
         self._nodes: dict[str, _ZNode] = {"/": _ZNode(b"", None, 0)}
         self._sessions: dict[int, _Session] = {}
         self._next_session_id = 1
+        # node changes (create, set, delete) in all and under each top-level node, and the last
+        # `peek_prefix` answer of each prefix with the count it was made at: the invariant checks
+        # read two prefixes every few seconds, and they seldom change in between
+        self._changes = 0
+        self._changes_under: dict[str, int] = {}
+        self._peeked: dict[str, tuple[int, list[tuple[str, bytes]]]] = {}
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -174,9 +180,22 @@ class MetadataTree:
         return [] if node is None else sorted(node.children)
 
     def peek_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
-        """(path, data) of every node whose path starts with the string `prefix`, sorted."""
+        """(path, data) of every node whose path starts with the string `prefix`, sorted; made again
+        only when a node it could hold changed (see `_changed`)."""
+        top = _top(prefix) if prefix.find("/", 1) > 0 else None   # "/a/...": only nodes under /a
+        count = self._changes if top is None else self._changes_under.get(top, 0)
+        cached = self._peeked.get(prefix)
+        if cached is not None and cached[0] == count:
+            return list(cached[1])
         matching = sorted(path for path in self._nodes if path.startswith(prefix) and path != "/")
-        return [(path, self._nodes[path].data) for path in matching]
+        found = [(path, self._nodes[path].data) for path in matching]
+        self._peeked[prefix] = (count, found)
+        return list(found)
+
+    def _changed(self, path: str) -> None:
+        self._changes += 1
+        top = _top(path)
+        self._changes_under[top] = self._changes_under.get(top, 0) + 1
 
     def session_owner(self, session_id: int) -> str | None:
         """Owner name of a live session, None if the session is not live."""
@@ -215,6 +234,7 @@ class MetadataTree:
             owner = ephemeral_owner if is_target else None
             node = _ZNode(data if is_target else b"", owner, now_ms)
             self._nodes[node_path] = node
+            self._changed(node_path)
             parent = parent_path(node_path)
             assert parent is not None
             self._nodes[parent].children.add(node_path[len(parent) + (parent != "/") :])
@@ -241,6 +261,7 @@ class MetadataTree:
         node.data = data
         node.version += 1
         node.mtime = now_ms
+        self._changed(path)
         return self._stat(path, node), [Notification("Modified", path)]
 
     def delete(self, path: str, expected_version: int) -> list[Notification]:
@@ -324,6 +345,7 @@ class MetadataTree:
 
     def _remove(self, path: str, node: _ZNode, notes: list[Notification]) -> None:
         del self._nodes[path]
+        self._changed(path)
         parent = parent_path(path)
         assert parent is not None
         self._nodes[parent].children.discard(path[len(parent) + (parent != "/") :])
@@ -686,6 +708,12 @@ class MetadataStore(Actor):
 # ---------------------------------------------------------------------------------------------
 # Argument checks (messages are not validated on construction)
 # ---------------------------------------------------------------------------------------------
+
+
+def _top(path: str) -> str:
+    """The top-level node a path is under: "namespace" for "/namespace/a/b" (and for "/namespace")."""
+    end = path.find("/", 1)
+    return path[1:] if end < 0 else path[1:end]
 
 
 def _under_any(path: str, prefixes: dict[str, None]) -> bool:

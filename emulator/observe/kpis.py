@@ -23,6 +23,7 @@ Undefined values (a ratio over no tick, a percentile of nothing) are None.
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -31,7 +32,7 @@ import msgspec
 from emulator.model.kpi_registry import KPIS, WHOLE_RUN_ONLY, Kpi
 from emulator.model.stats import percentile, tdtv
 
-from .timeline import COUNTERS, RATE, THROUGHPUT, USAGE, Timeline
+from .timeline import COUNTERS, Timeline
 
 __all__ = ["BALANCE_BOUND", "BALANCE_MINUTES", "KPIS", "WHOLE_RUN_ONLY", "Kpi", "Scope", "compute"]
 
@@ -52,6 +53,13 @@ class Scope(msgspec.Struct, frozen=True):
     def holds(self, t: float) -> bool:
         return self.start <= t < self.end or (self.last and t == self.end)
 
+    def cut(self, times: list[float]) -> slice:
+        """The indices of the sorted `times` that the scope holds."""
+        start, end = self.start, self.end
+        lo = bisect.bisect_left(times, start if start <= end else end)   # end < start: only t == end
+        hi = (bisect.bisect_right if self.last else bisect.bisect_left)(times, end)
+        return slice(lo, max(lo, hi))
+
 
 def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
@@ -63,27 +71,18 @@ class _Facts:
     def __init__(self, tl: Timeline, bound: float, minutes: float) -> None:
         self.tl = tl
         self.span = tl.span
-        usage: dict[tuple[float, str], float] = {}
-        rate: dict[tuple[float, str], float] = {}
-        tput: dict[tuple[float, str], float] = {}
-        counters: dict[tuple[str, Any], list[tuple[float, float]]] = {}
-        counter_kpi = {v: k for k, v in COUNTERS.items()}
-        for t, name, labels, value in tl.samples:
-            if name in counter_kpi:
-                counters.setdefault((counter_kpi[name], labels), []).append((t, value))
-                continue
-            broker = dict(labels).get("broker")
-            if broker is None:
-                continue
-            key = (t, broker)
-            if name == USAGE:
-                usage[key] = max(usage.get(key, -math.inf), value)
-            elif name in RATE:
-                rate[key] = rate.get(key, 0.0) + value
-            elif name in THROUGHPUT:
-                tput[key] = tput.get(key, 0.0) + value
+        first = tl.sample_facts()      # a live timeline kept it as the samples came
+        usage, rate, tput, counters = first.usage, first.rate, first.tput, first.counters
         self.usage = usage
         self.ticks = sorted({t for t, _ in usage})
+        # each broker's (t, usage) points sorted by t, for the scopes to cut by bisection
+        series: dict[str, list[tuple[float, float]]] = {}
+        for (t, b), u in usage.items():
+            series.setdefault(b, []).append((t, u))
+        self.series: list[tuple[list[tuple[float, float]], list[float]]] = []
+        for pts in series.values():
+            pts.sort()
+            self.series.append((pts, [t for t, _ in pts]))
         by_tick: dict[float, list[float]] = {}
         for (t, _), v in usage.items():
             by_tick.setdefault(t, []).append(v)
@@ -106,13 +105,17 @@ class _Facts:
             self.rows[t] = row
         self.next_tick = {t: (self.ticks[i + 1] if i + 1 < len(self.ticks) else self.span)
                           for i, t in enumerate(self.ticks)}
-        # counters: each sample's increase (the first sample counts whole, a drop is a reset)
-        self.increases: list[tuple[float, str, float]] = []
+        # counters: each sample's increase (the first sample counts whole, a drop is a reset), per
+        # series in order: (kpi, sample times, increases)
+        self.increases: list[tuple[str, list[float], list[float]]] = []
         for (kpi, _), pts in counters.items():
             prev: float | None = None
+            times, incs = [], []
             for t, v in sorted(pts):
-                self.increases.append((t, kpi, v if prev is None or v < prev else v - prev))
+                times.append(t)
+                incs.append(v if prev is None or v < prev else v - prev)
                 prev = v
+            self.increases.append((kpi, times, incs))
         # unloads with their repeat flag (looking back over the whole run)
         grace = 60.0 * tl.setting("loadBalancerSheddingGracePeriodMinutes", 30.0)
         last: dict[str | None, float] = {}
@@ -175,7 +178,7 @@ class _Facts:
 
     def scope(self, s: Scope) -> dict[str, Any]:
         k: dict[str, Any] = {}
-        ticks = [t for t in self.ticks if s.holds(t)]
+        ticks = self.ticks[s.cut(self.ticks)]
         rows = [self.rows[t] for t in ticks]
         k["balance_max_over_mean"] = _mean([r["mom"] for r in rows if r["mom"] is not None])
         k["balance_range"] = _mean([r["range"] for r in rows])
@@ -185,25 +188,22 @@ class _Facts:
         k["msg_rate_max_min_ratio"] = _mean([r["rate"] for r in rows if r["rate"] is not None])
         k["throughput_max_min_ratio"] = _mean([r["tput"] for r in rows if r["tput"] is not None])
 
-        series: dict[str, list[tuple[float, float]]] = {}
-        for (t, b), u in self.usage.items():
-            if s.holds(t):
-                series.setdefault(b, []).append((t, u))
-        allv = [u for pts in series.values() for _, u in pts]
+        series = [cut for cut in (pts[s.cut(times)] for pts, times in self.series) if cut]
+        allv = [u for pts in series for _, u in pts]
         norm = (max(allv) - min(allv)) if allv else 1.0
         norm = norm or 1.0
-        over: dict[str, float] = {}
-        tdtvs: dict[str, float] = {}
-        for b, pts in series.items():
-            pts.sort()
-            over[b] = math.fsum(max(0.0, min(self.next_tick[t], s.end) - t) for t, u in pts if u >= self.threshold)
+        over: list[float] = []     # per broker, in no particular order: every use below is exact
+        tdtvs: list[float] = []    # (fsum) or order-free (max, count)
+        for pts in series:
+            over.append(math.fsum(max(0.0, min(self.next_tick[t], s.end) - t)
+                                  for t, u in pts if u >= self.threshold))
             d = [pts[i][1] - pts[i - 1][1] for i in range(1, len(pts))]
-            tdtvs[b] = tdtv(math.fsum(x for x in d if x >= 0), math.fsum(-x for x in d if x < 0))
-        k["overloaded_broker_seconds"] = math.fsum(over.values())
-        k["overloaded_seconds_max"] = max(over.values(), default=0.0)
-        k["overloaded_brokers"] = sum(1 for v in over.values() if v > 0)
-        k["thrashing_tdtv_pct"] = _mean([100 * v / norm for v in tdtvs.values()])
-        k["thrashing_tdtv"] = math.fsum(tdtvs.values()) if tdtvs else None
+            tdtvs.append(tdtv(math.fsum(x for x in d if x >= 0), math.fsum(-x for x in d if x < 0)))
+        k["overloaded_broker_seconds"] = math.fsum(over)
+        k["overloaded_seconds_max"] = max(over, default=0.0)
+        k["overloaded_brokers"] = sum(1 for v in over if v > 0)
+        k["thrashing_tdtv_pct"] = _mean([100 * v / norm for v in tdtvs])
+        k["thrashing_tdtv"] = math.fsum(tdtvs) if tdtvs else None
 
         mine = [rep for t, rep in self.unloads if s.holds(t)]
         k["unloads"] = len(mine)
@@ -215,9 +215,11 @@ class _Facts:
 
         for kpi in COUNTERS:
             k[kpi] = 0.0
-        for t, kpi, inc in self.increases:
-            if s.holds(t):
-                k[kpi] += inc
+        for kpi, times, incs in self.increases:   # series by series, in time order: the same sums
+            total = k[kpi]
+            for inc in incs[s.cut(times)]:
+                total += inc
+            k[kpi] = total
 
         lat = [e["unavailable"] for e in self.reconnects if s.holds(e["t"])]
         k.update(reconnects=len(lat), reconnect_latency_mean=_mean(lat), reconnect_latency_p50=percentile(lat, 0.5),

@@ -79,12 +79,12 @@ from emulator.cluster.events import (
 )
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
 from emulator.observe.event_marks import EventMarks
-from emulator.observe.publish import publish_accounting, publish_families
+from emulator.observe.publish import publish_accounting, publish_families, publish_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS", "SCRAPE_ONLY"]
+__all__ = ["ClusterMetrics", "RECONNECT_BUCKETS", "REPORT_AGE_BUCKETS", "Rows", "SCRAPE_ONLY"]
 
 SCRAPE_ONLY = frozenset({"pulsar_lb_emulator_wall_lag_seconds", "pulsar_lb_emulator_events_total"})
 """Sample names a scrape collects and a recording leaves out (`rows()`): the wall lag, the event marks."""
@@ -129,6 +129,14 @@ class _Histogram:
         self.counts[bisect.bisect_left(self.bounds, value)] += 1   # le: value <= bound
         self.total += value
         self.count += 1
+
+    def cumulative(self) -> list[float]:
+        """The values of `buckets()` without their labels."""
+        out, running = [], 0
+        for n in self.counts:
+            running += n
+            out.append(float(running))
+        return out
 
     def buckets(self) -> list[tuple[str, float]]:
         out, running = [], 0
@@ -320,6 +328,15 @@ class _Kinds(NamedTuple):
 
 SeriesKey = tuple[str, tuple[str, ...], tuple[str, ...]]
 """(sample name, label names, label values): one series, as the recorder files it."""
+
+
+class Rows(list[tuple[SeriesKey, Any]]):
+    """`ClusterMetrics.rows()`: a list of (series key, value). When the series are those of the last
+    sample, `keys` is the very list of key objects that sample had (identity says "same series") and
+    `values` the values in order; both None when the rows were built family by family."""
+
+    keys: list[SeriesKey] | None = None
+    values: list[Any] | None = None
 
 
 class _GaugeRows:
@@ -569,6 +586,75 @@ class _ClusterCollector:
         if k is _PROMETHEUS:   # scrapes only, as the wall lag: events.jsonl has these (event_marks.py)
             yield tally.marks.family(k.counter, name)
 
+    def layout(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """What the recorder's series depend on: the live brokers and the deciding brokers of
+        `pulsar_broker_load_manager_bundle_assigment`, sorted; None when bundles are exposed (their
+        series follow every split and move)."""
+        cluster = self.cluster
+        if cluster.conf.expose_bundles_metrics_in_prometheus:
+            return None
+        brokers = cluster.brokers
+        return (tuple(b for b in sorted(brokers) if brokers[b].alive), tuple(sorted(self.tally.assignments)))
+
+    def values(self, live_ids: tuple[str, ...]) -> list[Any]:
+        """The values `families(_ROWS)` gives, in its order and with its types (int stays int), for
+        the layout's live brokers. Keep in step with `families`: tests/observe/test_metrics.py
+        compares the two on live clusters."""
+        cluster, tally = self.cluster, self.tally
+        brokers = cluster.brokers
+        live = [brokers[b] for b in live_ids]
+        now = cluster.system.clock.now()
+        leader = cluster.leader()
+        out: list[Any] = [now]
+        extend = out.extend
+        datas = [broker.local_data for broker in live]
+        percents = [d.percent_usages() for d in datas]
+        for _, attr, _ in _USAGES:
+            extend([p[attr] for p in percents])
+        weights = cluster.conf.resource_weights
+        extend([d.max_resource_usage_with_weight(*weights) * 100.0 for d in datas])
+        extend((tally.unload_brokers, tally.unload_bundles, tally.splits))
+        extend([sum(len(o.actor.topics) for o in br.owned.values() if o.active and o.actor is not None)
+                for br in live])
+        extend([d.num_producers for d in datas])
+        extend([d.num_consumers for d in datas])
+        extend([d.msg_rate_in for d in datas])
+        extend([d.msg_rate_out for d in datas])
+        extend([d.msg_throughput_in for d in datas])
+        extend([d.msg_throughput_out for d in datas])
+        extend([sum(1 for o in br.owned.values() if o.active) for br in live])
+        extend([1.0 if br.broker_id == leader else 0.0 for br in live])
+        stats = [br.stats for br in live]
+        for s in stats:
+            out.append(s.answers + s.redirects + (s.failures - s.too_many))
+            out.append(getattr(s, "lookup_seconds", 0.0) * 1000.0)
+        extend([s.answers for s in stats])
+        extend([s.redirects for s in stats])
+        extend([s.failures - s.too_many for s in stats])
+        extend([s.too_many for s in stats])
+        extend([s.pending for s in stats])
+        for decider in sorted(tally.assignments):
+            extend((tally.assignments[decider], 0.0))
+        for broker_id in live_ids:
+            extend((tally.topic_loads.get(broker_id, 0), 0.0))
+        counts = cluster.events.counts
+        extend((counts["leader_elected"], tally.bundle_moves, tally.reconnects, tally.disconnects,
+                tally.unavailable_seconds(now)))
+        extend((len(tally.down), len(cluster.system.failures), counts["placement_failed"],
+                counts["shedding_failed"]))
+        lookups = redirected = lookup_failed = 0
+        for client in cluster.clients.values():
+            lookups += client.stats.lookups
+            redirected += client.stats.lookup_redirects
+            lookup_failed += client.stats.lookups_failed
+        extend((lookups, redirected, lookup_failed, redirected / lookups if lookups else math.nan))
+        extend(publish_values(tally.publish, now))
+        for hist in (tally.reconnect_latency, tally.report_age):
+            cumulative = hist.cumulative()
+            extend(cumulative)
+            extend((cumulative[-1], hist.total))
+        return out
+
     def _bundle_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""
         for metric_name, attr, doc in _BUNDLE_GAUGES:
@@ -591,6 +677,8 @@ class ClusterMetrics:
         self.tally = _Tally(cluster)
         self._collector = _ClusterCollector(cluster, self.tally)
         self.registry.register(self._collector)
+        self._layout: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._keys: list[SeriesKey] = []
 
     def close(self) -> None:
         """Stop listening to the cluster's events (the registry stays readable)."""
@@ -602,11 +690,31 @@ class ClusterMetrics:
             for sample in family.samples:
                 yield sample.name, sample.labels, sample.value
 
-    def rows(self) -> list[tuple[SeriesKey, Any]]:
+    def rows(self) -> "Rows":
         """What `samples()` gives, in the same order, as (series key, value): for the recorder, which
         encodes each series' name and labels once; without the scrape-only families (the wall lag, the
-        event marks). The registry holds this one collector only."""
-        return [row for family in self._collector.families(_ROWS) for row in family.rows]
+        event marks). The registry holds this one collector only.
+
+        The series of a sample change only with the live brokers and the brokers that decided an
+        assignment, so their keys are built by `families` when those change and kept (the same key
+        objects sample after sample, one `Rows.keys` list); each sample then computes the values
+        alone (`_ClusterCollector.values`). A conf exposing bundle metrics has series per bundle:
+        every sample goes through `families`."""
+        collector = self._collector
+        layout = collector.layout()
+        if layout is None:
+            return Rows([row for family in collector.families(_ROWS) for row in family.rows])
+        if layout != self._layout:
+            keys = [key for family in collector.families(_ROWS) for key, _ in family.rows]
+            self._layout, self._keys = layout, keys
+        values = collector.values(layout[0])
+        keys = self._keys
+        if len(values) != len(keys):    # a family the values do not know: a bug, caught by the tests
+            raise AssertionError(f"metrics rows: {len(values)} values for {len(keys)} series")
+        rows = Rows(zip(keys, values))
+        rows.keys = keys
+        rows.values = values
+        return rows
 
     def exposition(self) -> bytes:
         """The Prometheus text format of the registry (what `/metrics` serves)."""

@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
 __all__ = ["PUBLISH_FILE", "PublishAccounting", "PublishLine", "PublishStats", "publish_accounting",
-           "write_publish_file"]
+           "publish_values", "write_publish_file"]
 
 PUBLISH_FILE = "publish.jsonl"
 """Recording file: one PublishLine for the cluster (topic "") then one per topic, written at close."""
@@ -483,6 +483,16 @@ def publish_families(k: Any, cluster_name: str, acc: PublishAccounting, now: flo
                       ("closed", line.failed_closed)):
         f.add_metric((cluster_name, reason), v)
     return [h, q, f]
+
+
+def publish_values(acc: PublishAccounting, now: float) -> list[Any]:
+    """The values of `publish_families`' samples in their order (the recorder's rows: see
+    `emulator.observe.metrics.ClusterMetrics.rows`)."""
+    s = acc.stats(now)
+    line = s.cluster
+    return [*(c for _, c in s.buckets), s.buckets[-1][1], s.latency_sum,
+            line.p50, line.p99, line.p999, line.p9999,
+            line.failed_timeout, line.failed_queue_full, line.failed_closed]
 
 
 WORST_TOPICS = 5

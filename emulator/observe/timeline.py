@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from emulator.cluster.cluster import Cluster
     from emulator.observe.metrics import ClusterMetrics
 
-__all__ = ["COUNTERS", "LiveTimeline", "SAMPLED", "Timeline", "USAGE", "RATE", "THROUGHPUT"]
+__all__ = ["COUNTERS", "LiveTimeline", "SAMPLED", "SampleFacts", "Timeline", "USAGE", "RATE", "THROUGHPUT"]
 
 USAGE = "pulsar_lb_emulator_broker_max_usage"
 RATE = ("pulsar_broker_rate_in", "pulsar_broker_rate_out")
@@ -65,6 +65,67 @@ EVENTS = frozenset(t.kind for t in _KEPT_EVENTS)
 
 Labels = tuple[tuple[str, str], ...]
 
+_COUNTER_KPI = {sample: kpi for kpi, sample in COUNTERS.items()}
+_USAGE, _RATE, _THROUGHPUT = 1, 2, 3
+
+
+def _kind(name: str) -> int:
+    """Which per-broker table of `SampleFacts` a sample name adds to (0: none)."""
+    return _USAGE if name == USAGE else _RATE if name in RATE else _THROUGHPUT if name in THROUGHPUT else 0
+
+
+class SampleFacts:
+    """The first pass of the KPIs over a timeline's samples, kept as the samples come (a live run adds
+    each block as it is taken, so the KPIs at the end do not walk a day of samples again):
+
+    * `usage[(t, broker)]`: the broker's max usage at t (the largest when a broker has several);
+    * `rate` / `tput`: its message rate / throughput in + out at t (in the samples' order);
+    * `counters[(kpi, labels)]`: each counter series' (t, value) points, in the samples' order.
+    """
+
+    __slots__ = ("usage", "rate", "tput", "counters", "count")
+
+    def __init__(self) -> None:
+        self.usage: dict[tuple[float, str], float] = {}
+        self.rate: dict[tuple[float, str], float] = {}
+        self.tput: dict[tuple[float, str], float] = {}
+        self.counters: dict[tuple[str, Labels], list[tuple[float, float]]] = {}
+        self.count = 0
+        """Samples added."""
+
+    @classmethod
+    def of(cls, samples: list[tuple[float, str, Labels, float]]) -> "SampleFacts":
+        facts = cls()
+        for t, name, labels, value in samples:
+            facts.add(t, name, labels, value)
+        return facts
+
+    def add(self, t: float, name: str, labels: Labels, value: float) -> None:
+        kpi = _COUNTER_KPI.get(name)
+        if kpi is not None:
+            self.add_point((kpi, labels), t, value)
+        else:
+            self.add_broker(_kind(name), t, dict(labels).get("broker"), value)
+
+    def add_point(self, series: tuple[str, Labels], t: float, value: float) -> None:
+        self.count += 1
+        points = self.counters.get(series)
+        if points is None:
+            points = self.counters[series] = []
+        points.append((t, value))
+
+    def add_broker(self, kind: int, t: float, broker: str | None, value: float) -> None:
+        self.count += 1
+        if broker is None or not kind:
+            return
+        key = (t, broker)
+        if kind == _USAGE:
+            usage = self.usage
+            usage[key] = max(usage.get(key, -math.inf), value)
+        else:
+            table = self.rate if kind == _RATE else self.tput
+            table[key] = table.get(key, 0.0) + value
+
 
 class Timeline:
     """Observations of one run; `t0` is the run start, `end` its last instant (None while running)."""
@@ -86,6 +147,10 @@ class Timeline:
         times = [s[0] for s in self.samples[-1:]] + [d["t"] for d in self.decisions[-1:]] + \
             [e["t"] for e in self.events[-1:]]
         return max(times, default=self.t0)
+
+    def sample_facts(self) -> SampleFacts:
+        """The first pass of the KPIs over `samples` (see `SampleFacts`)."""
+        return SampleFacts.of(self.samples)
 
     def setting(self, key: str, default: float) -> float:
         """A numeric ServiceConfig key as the run had it (run.json's `config`)."""
@@ -165,6 +230,11 @@ class LiveTimeline(Timeline):
         self._labels: dict[Any, Labels] = {}
         """Each sampled series' sorted labels, made once: every block repeats the same series, and
         a day's samples then share a few hundred label tuples instead of holding one each."""
+        self._facts = SampleFacts()
+        self._plan_keys: list[Any] | None = None
+        self._plan: list[tuple[int, str, Labels, Any, str | None, int]] = []
+        """For the rows of `_plan_keys` (`Rows.keys`): (index, name, labels, counter series or
+        None, broker, kind) of each sampled row."""
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     def _on_event(self, event: Event) -> None:
@@ -179,18 +249,45 @@ class LiveTimeline(Timeline):
     def take(self, t: float, rows: list[Any]) -> None:
         """One block of samples stamped `t` from the metrics' `rows()`: the timeline's own, or the
         recorder's when the run is recorded (a `Recorder.row_listeners` entry instead of `run()`)."""
-        labels_of = self._labels
-        if len(labels_of) > 4 * len(rows) + 1024:     # series that have gone (brokers)
-            labels_of.clear()
+        keys, values = getattr(rows, "keys", None), getattr(rows, "values", None)
+        if keys is None or values is None:
+            keys, values = [key for key, _ in rows], [value for _, value in rows]
+        if keys is not self._plan_keys and keys != self._plan_keys:
+            self._plan_keys, self._plan = keys, self._make_plan(keys)
         append = self.samples.append
-        for key, value in rows:
+        facts = self._facts
+        if facts.count != len(self.samples):     # samples added by other means: start over
+            facts = self._facts = SampleFacts.of(self.samples)
+        add_point, add_broker = facts.add_point, facts.add_broker
+        for i, name, labels, series, broker, kind in self._plan:
+            value = float(values[i])
+            append((t, name, labels, value))
+            if series is not None:
+                add_point(series, t, value)
+            else:
+                add_broker(kind, t, broker, value)
+        self._last_sample_t = t
+
+    def _make_plan(self, keys: list[Any]) -> list[tuple[int, str, Labels, Any, str | None, int]]:
+        labels_of = self._labels
+        if len(labels_of) > 4 * len(keys) + 1024:     # series that have gone (brokers)
+            labels_of.clear()
+        plan = []
+        for i, key in enumerate(keys):
             name = key[0]
             if name in SAMPLED:
                 labels = labels_of.get(key)
                 if labels is None:
                     labels = labels_of[key] = tuple(sorted(zip(key[1], key[2])))
-                append((t, name, labels, float(value)))
-        self._last_sample_t = t
+                kpi = _COUNTER_KPI.get(name)
+                plan.append((i, name, labels, None if kpi is None else (kpi, labels),
+                             dict(labels).get("broker"), _kind(name)))
+        return plan
+
+    def sample_facts(self) -> SampleFacts:
+        if self._facts.count != len(self.samples):
+            self._facts = SampleFacts.of(self.samples)
+        return self._facts
 
     def follow(self, recorder: "Recorder") -> None:
         """Take the recorder's sample blocks instead of sampling (`run`): the same instants, one

@@ -11,7 +11,10 @@ seconds and a seed decides the run. Three additions over a bare jump make it saf
   freeze the clock until they return (otherwise time would jump past them).
 
 Relies on asyncio's private `_scheduled`, `_clock_resolution` and `TimerHandle._when`, checked on
-CPython 3.11; `tests/runtime/test_virtual_loop.py` guards them on every Python upgrade.
+CPython 3.11; `tests/runtime/test_virtual_loop.py` guards them on every Python upgrade. `_scheduled`
+holds `(when, creation number, handle)` tuples rather than handles, so the heap compares in C (a
+handle's `__lt__` is a Python call, a few per push and pop); asyncio's own `_run_once`, which reads
+handles there, is therefore never used, debug mode included.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ _MIN_SCHEDULED_TIMER_HANDLES: int = asyncio.base_events._MIN_SCHEDULED_TIMER_HAN
 _MIN_CANCELLED_TIMER_HANDLES_FRACTION: float = (
     asyncio.base_events._MIN_CANCELLED_TIMER_HANDLES_FRACTION)  # type: ignore[attr-defined]
 _MAXIMUM_SELECT_TIMEOUT: float = asyncio.base_events.MAXIMUM_SELECT_TIMEOUT  # type: ignore[attr-defined]
+_format_handle: Callable[[asyncio.Handle], str] = asyncio.base_events._format_handle  # type: ignore[attr-defined]
+_asyncio_logger = asyncio.base_events.logger  # type: ignore[attr-defined]
 
 
 class DeadlockError(RuntimeError):
@@ -54,8 +59,9 @@ class DeadlockError(RuntimeError):
 
 
 class _FifoTimerHandle(asyncio.TimerHandle):
-    """Ordered by (deadline, creation number): heapq is not stable, so without the number
-    equal deadlines fire in an order that depends on the heap's history."""
+    """A timer and its creation number: the loop's heap orders `(deadline, number, timer)`, since
+    heapq is not stable and without the number equal deadlines would fire in an order that depends
+    on the heap's history. Handles compare the same way."""
 
     __slots__ = ("_seq",)
     _when: float  # TimerHandle's private fields (typeshed leaves them out)
@@ -148,8 +154,10 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
     # own versions use them; typeshed leaves them out (annotations only: nothing is defined here)
     _debug: bool
     _ready: collections.deque[asyncio.Handle]
-    _scheduled: list[_FifoTimerHandle]  # every timer is made by `call_at` below
+    _scheduled: list[tuple[float, int, _FifoTimerHandle]]  # (when, seq, timer): made by `call_at` below
+    _current_handle: asyncio.Handle | None
     _stopping: bool
+    _thread_id: int | None  # the thread running the loop (None when it does not run)
     _timer_cancelled_count: int
     _clock_resolution: float
     _selector: selectors.BaseSelector
@@ -169,7 +177,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         return self._virtual_now
 
     def _next_deadline(self) -> float | None:
-        return self._scheduled[0]._when if self._scheduled else None
+        return self._scheduled[0][0] if self._scheduled else None
 
     def _jump(self, timeout: float) -> None:
         """Land exactly on the earliest deadline: `now + timeout` would drift by float rounding."""
@@ -190,42 +198,40 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         now) run without a poll in between, up to `_ROUNDS_PER_POLL` of them: the order of the
         callbacks is asyncio's exactly (ready ones first, then the timers due, each round), only
         real I/O (the self-pipe, sockets) is looked at less often, and a thread's
-        `call_soon_threadsafe` lands in `_ready` directly anyway. Debug mode keeps asyncio's loop,
-        slow-callback warnings and all."""
-        if self._debug:
-            super()._run_once()  # type: ignore[misc]
-            return
+        `call_soon_threadsafe` lands in `_ready` directly anyway. Debug mode runs the same rounds with
+        asyncio's current-handle and slow-callback warning (`_run_debug`): asyncio's own iteration
+        cannot read this heap of tuples."""
         scheduled = self._scheduled
         sched_count = len(scheduled)
         if (sched_count > _MIN_SCHEDULED_TIMER_HANDLES
                 and self._timer_cancelled_count / sched_count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION):
             kept = []
-            for handle in scheduled:
-                if handle._cancelled:
-                    handle._scheduled = False
+            for entry in scheduled:
+                if entry[2]._cancelled:
+                    entry[2]._scheduled = False
                 else:
-                    kept.append(handle)
+                    kept.append(entry)
             heapq.heapify(kept)
             self._scheduled = scheduled = kept
             self._timer_cancelled_count = 0
         else:
-            while scheduled and scheduled[0]._cancelled:
+            while scheduled and scheduled[0][2]._cancelled:
                 self._timer_cancelled_count -= 1
-                handle = heapq.heappop(scheduled)
-                handle._scheduled = False
+                heapq.heappop(scheduled)[2]._scheduled = False
         ready = self._ready
         timeout: float | None = None
         if ready or self._stopping:
             timeout = 0
         elif scheduled:
-            timeout = min(max(0.0, scheduled[0]._when - self.time()), _MAXIMUM_SELECT_TIMEOUT)
+            timeout = min(max(0.0, scheduled[0][0] - self.time()), _MAXIMUM_SELECT_TIMEOUT)
         self._process_events(self._selector.select(timeout))
         heappop = heapq.heappop
+        debug = self._debug
         for _ in range(_ROUNDS_PER_POLL):
             scheduled = self._scheduled
             end_time = self._virtual_now + self._clock_resolution
-            while scheduled and scheduled[0]._when < end_time:
-                handle = heappop(scheduled)
+            while scheduled and scheduled[0][0] < end_time:
+                handle = heappop(scheduled)[2]
                 handle._scheduled = False
                 ready.append(handle)
             ntodo = len(ready)
@@ -235,9 +241,24 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             for _ in range(ntodo):
                 callback = popleft()
                 if not callback._cancelled:
-                    callback._run()
+                    if debug:
+                        self._run_debug(callback)
+                    else:
+                        callback._run()
             if self._stopping:
                 return
+
+    def _run_debug(self, handle: asyncio.Handle) -> None:
+        """asyncio's debug-mode call of one callback: the current handle set, a slow one warned."""
+        try:
+            self._current_handle = handle
+            t0 = self.time()
+            handle._run()
+            dt = self.time() - t0
+            if dt >= self.slow_callback_duration:
+                _asyncio_logger.warning("Executing %s took %.3f seconds", _format_handle(handle), dt)
+        finally:
+            self._current_handle = None
 
     def call_at(self, when: float, callback: Callable[[Unpack[_Ts]], object], *args: Unpack[_Ts],
                 context: Context | None = None) -> asyncio.TimerHandle:
@@ -248,8 +269,9 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         if self._debug:
             self._check_thread()
             self._check_callback(callback, "call_at")
-        timer = _FifoTimerHandle(when, callback, args, self, context, next(self._timer_seq))
-        heapq.heappush(self._scheduled, timer)
+        seq = next(self._timer_seq)
+        timer = _FifoTimerHandle(when, callback, args, self, context, seq)
+        heapq.heappush(self._scheduled, (when, seq, timer))
         timer._scheduled = True
         return timer
 

@@ -442,3 +442,33 @@ async def test_dump_is_a_json_tree_with_decoded_data() -> None:
         assert store.peek_children("/none") == []
         assert store.peek_prefix("/loadbalance/") == [("/loadbalance/leader",
                                                       b'{"brokerId": "b1:8080"}')]
+
+
+def test_peek_prefix_follows_every_change_under_its_prefix_and_hands_out_copies():
+    """peek_prefix keeps its last answer per prefix until a node it could hold changes: a create,
+    set or delete under the prefix (an ephemeral node gone with its session included) shows at once;
+    a change elsewhere leaves the answer as it was; a caller changing the list changes no later one."""
+    from emulator.cluster.metadata_store import MetadataTree
+
+    tree = MetadataTree()
+    tree.create("/namespace/a/0x0_0x8", b"1", None, 0)
+    tree.create("/admin/local-policies/a", b"p", None, 0)
+    first = tree.peek_prefix("/namespace/")
+    assert first == [("/namespace/a", b""), ("/namespace/a/0x0_0x8", b"1")]
+    first.clear()
+    assert tree.peek_prefix("/namespace/") == [("/namespace/a", b""), ("/namespace/a/0x0_0x8", b"1")]
+    tree.set("/admin/local-policies/a", b"q", -1, 1)                      # elsewhere
+    assert tree.peek_prefix("/admin/") == [("/admin/local-policies", b""), ("/admin/local-policies/a", b"q")]
+    tree.set("/namespace/a/0x0_0x8", b"2", -1, 2)
+    assert tree.peek_prefix("/namespace/")[-1] == ("/namespace/a/0x0_0x8", b"2")
+    session = tree.open_session("broker-1")
+    tree.create("/namespace/a/0x8_0xf", b"3", session, 3)
+    assert [p for p, _ in tree.peek_prefix("/namespace/a/")] == ["/namespace/a/0x0_0x8", "/namespace/a/0x8_0xf"]
+    assert [p for p, _ in tree.peek_prefix("/name")][-1] == "/namespace/a/0x8_0xf"   # no top-level node named
+    tree.end_session(session)
+    assert [p for p, _ in tree.peek_prefix("/namespace/a/")] == ["/namespace/a/0x0_0x8"]
+    assert [p for p, _ in tree.peek_prefix("/name")] == ["/namespace", "/namespace/a", "/namespace/a/0x0_0x8"]
+    tree.delete("/namespace/a/0x0_0x8", -1)
+    assert tree.peek_prefix("/namespace/a/") == [] and tree.peek_prefix("/") == [
+        ("/admin", b""), ("/admin/local-policies", b""), ("/admin/local-policies/a", b"q"),
+        ("/namespace", b""), ("/namespace/a", b"")]

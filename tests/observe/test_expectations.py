@@ -200,3 +200,14 @@ def test_a_run_cut_short_checks_only_the_windows_it_completed(tmp_path):
     assert [x.passed for x in result.expectations] == [True, True, True, True, False]   # 0..3m ran whole
     assert "expect[2] skipped: unavailable_topic_seconds (min 1; 3m after events[0] (remove_brokers at 3m)): " \
            "the run ended before the window did" in result.summary_text
+
+
+def test_a_scopes_cut_of_sorted_times_is_exactly_the_times_it_holds():
+    """The KPIs cut each sorted series by bisection instead of testing every time: the same times,
+    at the edges (a time on `start`, on `end` with and without `last`, repeated times) included."""
+    times = [0.0, 10.0, 10.0, 20.0, 30.0, 30.0, 40.0]
+    for start in (-5.0, 0.0, 5.0, 10.0, 30.0, 40.0, 45.0):
+        for end in (0.0, 10.0, 25.0, 30.0, 40.0, 50.0, 5.0):
+            for last in (False, True):
+                s = Scope(start, end, last)
+                assert times[s.cut(times)] == [t for t in times if s.holds(t)], (start, end, last)

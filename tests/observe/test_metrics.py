@@ -330,3 +330,34 @@ async def test_rows_equal_samples_on_a_live_cluster():
             samples = [s for s in metrics.samples() if s[0] not in SCRAPE_ONLY]   # rows leave those out
             assert rows == samples and any(n.endswith("_bucket") for n, _, _ in rows)
         metrics.close()
+
+
+def _typed(rows: list[Any]) -> list[tuple[Any, Any, type]]:
+    return [(key, value, type(value)) for key, value in rows]
+
+
+@pytest.mark.asyncio
+async def test_cached_rows_equal_the_families_value_and_type_across_layout_changes():
+    """`rows()` keeps the series keys of a layout and computes the values alone: the same keys,
+    values and value types (an int encodes as 3, a float as 3.0) as building every family, before
+    and after a broker dies (a new layout), and the very same key list while the layout holds."""
+    from emulator.observe.metrics import _ROWS
+
+    async with emulated_cluster(4, seed=11, namespaces={NS: 8}) as cluster:
+        metrics = ClusterMetrics(cluster)
+        client = cluster.add_client()
+        client.create_handles(topics(40))
+        await cluster.wait_until(lambda: client.connected_count() == 40)
+        key_lists = []
+        for step in range(6):
+            if step == 3:
+                cluster.kill_broker(next(b for b in cluster.live_brokers() if b != cluster.leader()))
+            await anyio.sleep(30)
+            rows = metrics.rows()
+            families = [row for family in metrics._collector.families(_ROWS) for row in family.rows]
+            assert _typed(rows) == _typed(families)
+            assert rows.keys is not None and rows.values == [v for _, v in families]
+            key_lists.append(rows.keys)
+        assert key_lists[1] is key_lists[0] and key_lists[5] is key_lists[4]
+        assert len(key_lists[5]) < len(key_lists[0])      # the dead broker's series are gone
+        metrics.close()

@@ -231,3 +231,27 @@ def test_a_timer_has_every_field_asyncio_s_timer_handle_gives_it(debug):
             assert ours._seq == 7
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_equal_deadlines_fire_in_creation_order_and_debug_mode_runs_the_same_loop(debug):
+    """The heap holds (deadline, creation number, timer): ties fire in creation order, cancelled
+    timers never fire, and debug mode (asyncio's iteration cannot read that heap) runs the same
+    rounds with the current handle set, as asyncio's debug loop does."""
+    loop = VirtualEventLoop()
+    loop.set_debug(debug)
+    fired: list[tuple[int, float, bool]] = []
+
+    def note(i: int) -> None:
+        fired.append((i, loop.time(), loop._current_handle is not None))
+
+    try:
+        handles = [loop.call_at(5.0 if i % 2 else 2.5, note, i) for i in range(40)]
+        handles[7].cancel()
+        loop.call_at(9.0, loop.stop)
+        loop.run_forever()
+    finally:
+        loop.close()
+    evens = [(i, 2.5, debug) for i in range(0, 40, 2)]
+    odds = [(i, 5.0, debug) for i in range(1, 40, 2) if i != 7]
+    assert fired == evens + odds
