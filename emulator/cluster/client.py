@@ -18,13 +18,14 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
 Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of
 Pulsar's ConnectionHandler: `_grab_cnx` (grabCnx), `_on_broker` and `_attach` (getConnection, then
 connectionOpened), `_connection_failed` (connectionFailed, then reconnectLater) and `_connection_lost`
-(connectionClosed).
+(connectionClosed). The client's connections (which brokers it holds one to, the service-name
+connection, TooManyRequests counts) are its `ConnectionPool` (connection_pool.py); each handle's backoff
+is a `Backoff` (backoff.py).
 """
 
 from __future__ import annotations
 
 import itertools
-import random
 from enum import Enum
 from typing import Any
 
@@ -33,6 +34,8 @@ import msgspec
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
+from .backoff import Backoff
+from .connection_pool import SERVICE, ConnectionPool
 from .latency import Latencies, LatencySampler
 from .messages import (
     Attach,
@@ -48,10 +51,6 @@ from .messages import (
     ServerError,
 )
 from .network import Network
-
-
-_SERVICE = "service->"
-"""Prefix of the pool key of the connection to the service name (see `_service_connection`)."""
 
 
 class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,40 +72,6 @@ class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     the ready brokers (a Kubernetes Service, a DNS record or a TCP load balancer, as the Pulsar Helm
     chart deploys it): each lookup connection goes to a broker that is listening, picked at random
     with the client's seeded RNG (kube-proxy's random endpoint choice)."""
-
-
-class Backoff:
-    """org.apache.pulsar.client.impl.Backoff in milliseconds, with the injected RNG for the jitter."""
-
-    def __init__(self, initial_ms: int, max_ms: int, mandatory_stop_ms: int, rng: random.Random) -> None:
-        self.initial = initial_ms
-        self.max = max_ms
-        self.mandatory_stop = mandatory_stop_ms
-        self._next = initial_ms
-        self._rng = rng
-        self._first_backoff_ms = 0
-        self._mandatory_stop_made = False
-
-    def next(self, now_ms: int) -> int:
-        current = self._next
-        if current < self.max:
-            self._next = min(self._next * 2, self.max)
-        if not self._mandatory_stop_made:
-            elapsed = 0
-            if self.initial == current:
-                self._first_backoff_ms = now_ms
-            else:
-                elapsed = now_ms - self._first_backoff_ms
-            if elapsed + current > self.mandatory_stop:
-                current = max(self.initial, self.mandatory_stop - elapsed)
-                self._mandatory_stop_made = True
-        if current > 10:
-            current -= self._rng.randrange(current // 10) if current // 10 > 0 else 0
-        return max(self.initial, current)
-
-    def reset(self) -> None:
-        self._next = self.initial
-        self._mandatory_stop_made = False
 
 
 class LookupRecord(msgspec.Struct):
@@ -229,24 +194,26 @@ class PulsarClient(Actor):
         super().__init__(name, system)
         # tcp_connect, lookup, producer_create, subscribe draws (latency.py); none: instantaneous
         self.latency = LatencySampler(latencies or Latencies.zero(), system.seed, name)
-        self._cnx: set[str] = set()   # brokers this client holds a connection to (ClientCnx pool)
         if not service_urls:
             raise ValueError(f"client {name}: service_urls is empty; give at least one broker address")
         self.network = network
         self.events = events
         self.settings = settings or ClientSettings()
         self.service_urls = list(service_urls)
-        self._url_index = self.rng.randrange(len(self.service_urls))
+        self.stats = ClientStats()
+        # its connections to brokers and to the service name (connection_pool.py)
+        s = self.settings
+        self.pool = ConnectionPool(self.service_urls, self.rng, network=network, latency=self.latency,
+                                   service=s.service_url == "service",
+                                   max_rejected=s.max_rejected_per_connection,
+                                   rejected_reset=s.rejected_reset)
         self.handles: dict[int, Handle] = {}
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
         self._lookups: dict[str, _Lookup] = {}
         self.in_flight: dict[int, LookupRecord] = {}
         self.records: list[LookupRecord] = []
-        self.stats = ClientStats()
         self._connected = 0   # handles in state "connected": counted, not scanned (waits poll it)
-        self._rejections: dict[str, tuple[int, float]] = {}
-        self._service_broker: str | None = None   # behind the service-name connection ("service")
 
     async def on_start(self) -> None:
         self.network.register_client(self.name, self)
@@ -319,19 +286,12 @@ class PulsarClient(Actor):
             self._connection_failed(h, error or "lookup failed")
             return
         self._enter(h, Phase.CONNECTING)
-        delay = 2 * self.network.latency + self._connect_time(broker_id) + self.latency(
+        delay = 2 * self.network.latency + self.pool.connect_time(broker_id) + self.latency(
             "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
         if delay > 0:
             self.call_later(delay, self._attach, h, broker_id)
         else:
             self._attach(h, broker_id)
-
-    def _connect_time(self, broker_id: str) -> float:
-        """`tcp_connect` for a broker this client has no connection to yet (then it has one)."""
-        if broker_id in self._cnx:
-            return 0.0
-        self._cnx.add(broker_id)
-        return self.latency("tcp_connect")
 
     def _attach(self, h: Handle, broker_id: str) -> None:
         try:
@@ -362,7 +322,7 @@ class PulsarClient(Actor):
             # partitioned-metadata answers only
             self.stats.attach_failures += 1
             if result.connection_refused:
-                self._cnx.discard(broker_id)   # the next try opens (and pays for) a new connection
+                self.pool.discard(broker_id)   # the next try opens (and pays for) a new connection
             return f"attach failed: {result.error.value if result.error else ''}"
         self.network.connect(self.name, broker_id)
         h.phase = Phase.ATTACHED
@@ -404,7 +364,7 @@ class PulsarClient(Actor):
     def close_connection(self, broker_id: str, reason: str) -> None:
         """Every handle attached through this connection reconnects (ClientCnx closed)."""
         self.stats.connection_closes += 1
-        self._cnx.discard(broker_id)
+        self.pool.discard(broker_id)
         self.network.disconnect(self.name, broker_id)
         for h in list(self.handles.values()):
             if h.phase is Phase.ATTACHED and h.broker_id == broker_id:
@@ -417,42 +377,6 @@ class PulsarClient(Actor):
             h.phase = phase
 
     # ------------------------------------------------------------------ lookups
-
-    def _next_service_url(self) -> str:
-        if self.settings.service_url == "service":
-            return self._service_connection() or self.service_urls[0]
-        urls = self.service_urls
-        if len(urls) == 1:
-            return urls[0]
-        self._url_index = (self._url_index + 1) % len(urls)
-        return urls[self._url_index]
-
-    def _service_connection(self) -> str | None:
-        """The broker behind this client's pooled connection to the service name.
-
-        ConnectionPool keys a connection by (logical, physical) address, so every lookup's first hop
-        to the service name shares one connection, apart from the connections to the brokers'
-        own addresses that producers attach over. Behind a Service that connection stays on the pod
-        it was opened to (kube-proxy routes an established connection to its pod) until it is
-        closed; a new one goes to a ready pod, and a terminating pod is not ready (Kubernetes takes
-        it out of the Service's endpoints when its termination starts): a broker that is listening
-        and not draining. None: no broker is listening."""
-        current = self._service_broker
-        if current is not None:
-            if self.network.is_listening(current):
-                return current
-            self._cnx.discard(_SERVICE + current)
-        listening = self.network.listening()
-        ready = [b for b in listening if not self.network.is_draining(b)] or list(listening)
-        self._service_broker = ready[self.rng.randrange(len(ready))] if ready else None
-        return self._service_broker
-
-    def _close_service_connection(self, broker_id: str) -> None:
-        """checkServerError on the service-name connection: only that connection closes."""
-        if self._service_broker == broker_id:
-            self.stats.connection_closes += 1
-            self._cnx.discard(_SERVICE + broker_id)
-            self._service_broker = None
 
     def _get_broker(self, h: Handle) -> None:
         """BinaryProtoLookupService.getBroker: lookups of a topic in flight are shared
@@ -468,7 +392,7 @@ class PulsarClient(Actor):
         rid = next(self._request_ids)
         record = LookupRecord(topic=topic, start=self.now)
         self.in_flight[rid] = record
-        lookup = self._lookups[topic] = _Lookup(topic, rid, record, self._next_service_url(), h)
+        lookup = self._lookups[topic] = _Lookup(topic, rid, record, self.pool.next_service_url(), h)
         self._lookup_send(lookup)
 
     def _lookup_send(self, lookup: _Lookup) -> None:
@@ -484,8 +408,8 @@ class PulsarClient(Actor):
             return
         # a round trip on the wire, the broker's handling (`lookup`), a connection if there is none
         # (the first hop of a "service" client goes over its service-name connection)
-        cnx = _SERVICE + broker.name if self._over_service(lookup) else broker.name
-        delay = 2 * self.network.latency + self._connect_time(cnx) + self.latency("lookup")
+        cnx = SERVICE + broker.name if self._over_service(lookup) else broker.name
+        delay = 2 * self.network.latency + self.pool.connect_time(cnx) + self.latency("lookup")
         if delay > 0:
             self.call_later(delay, self._lookup_ask, lookup, broker)
         else:
@@ -547,22 +471,16 @@ class PulsarClient(Actor):
         (every handle attached there reconnects) or, with `service`, the pooled connection to the
         service name (only that one closes). ServiceNotReady closes it at once, TooManyRequests after
         `max_rejected_per_connection` within `rejected_reset` seconds."""
-        key = _SERVICE + broker_id if service else broker_id
         if error is ServerError.SERVICE_NOT_READY:
             self._close(broker_id, service, "ServiceNotReady")
         elif error is ServerError.TOO_MANY_REQUESTS:
-            count, since = self._rejections.get(key, (0, self.now))
-            if self.now - since > self.settings.rejected_reset:
-                count, since = 0, self.now
-            count += 1
-            if count >= self.settings.max_rejected_per_connection:
+            if self.pool.rejected(SERVICE + broker_id if service else broker_id, self.now):
                 self._close(broker_id, service, "TooManyRequests")
-                count, since = 0, self.now
-            self._rejections[key] = (count, since)
 
     def _close(self, broker_id: str, service: bool, reason: str) -> None:
         if service:
-            self._close_service_connection(broker_id)
+            if self.pool.close_service_connection(broker_id):
+                self.stats.connection_closes += 1
         else:
             self.close_connection(broker_id, reason=reason)
 

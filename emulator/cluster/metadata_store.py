@@ -7,6 +7,11 @@ Two parts, divided by banners:
 * `MetadataStore`: the actor. It owns a tree, keeps session deadlines with ONE reaper task,
   delivers replies and notifications (optionally after an emulated latency) and counts ops.
 
+One module although it is longer than the ~500 lines other cluster modules keep to (issue 14): the
+tree has no user but this actor, and the choices below are one contract that both parts carry out
+(which notifications a mutation makes, in which order, when they leave); read apart, each half would
+state only half of it. The banners are the seam should it ever need one.
+
 Choices where Pulsar/ZooKeeper leave a question open (or where we simplify):
 
 * Parents are created implicitly on create/put, with empty data, as Pulsar's ZKMetadataStore does

@@ -203,12 +203,12 @@ async def test_rejections_on_the_service_connection_close_that_connection_only()
     async with emulated_cluster(3, seed=6, namespaces={NS: 8}) as cluster:
         await cluster.wait_for_leader()
         client = await _producing_client(cluster, settings)
-        service_broker = client._service_connection()
+        service_broker = client.pool.service_connection()
         attached = sum(1 for h in client.handles.values() if h.broker_id == service_broker)
         assert attached > 0
         for _ in range(client.settings.max_rejected_per_connection - 1):
             client._on_server_error(service_broker, ServerError.TOO_MANY_REQUESTS, service=True)
-        assert client._service_broker == service_broker
+        assert client.pool.service_broker == service_broker
         client._on_server_error(service_broker, ServerError.TOO_MANY_REQUESTS, service=True)
-        assert client._service_broker is None
+        assert client.pool.service_broker is None
         assert client.connected_count() == len(TOPICS) and client.stats.reconnects == 0

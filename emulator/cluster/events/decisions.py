@@ -1,0 +1,164 @@
+"""Load-balancing decisions (what the decision log keeps): assignments, unloads and splits by the
+owners, and the leader's shedding and split cycle steps, with the numbers behind them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .base import Decision, LeaderDecision
+
+class SelectionTrace(msgspec.Struct, omit_defaults=True):
+    """How one `select_broker` decision was reached: the numbers an assignment or unload carries.
+
+    Candidate lists are sorted broker ids after each step of §3; None means the step did not run.
+    """
+
+    bundle: str
+    non_persistent: bool = False
+    preallocated: bool = False
+    """True when an existing preallocation answered (no new decision was made)."""
+    available: list[str] = []
+    policies: list[str] = []
+    max_topics: list[str] = []
+    anti_affinity: list[str] = []
+    even_distribution: list[str] | None = None
+    filters: list[str] | None = None
+    filter_exception: str | None = None
+    fallback: str | None = None
+    """"filter_exception" or "empty" when the candidates were reset to the policy-allowed set."""
+    candidates: list[str] = []
+    """What the selector finally saw."""
+    selector: str = ""
+    scores: dict[str, float | None] | None = None
+    """The selector's scores when it gives them (`strategies.base.Selection`); +∞ is JSON `null`."""
+    chosen: str | None = None
+    overload_retry: bool = False
+    overload_candidates: list[str] | None = None
+    overload_scores: dict[str, float | None] | None = None
+    explanation: dict[str, Any] | None = None
+    """The selector's explanation when it gives one (no built-in strategy does)."""
+    overload_explanation: dict[str, Any] | None = None
+
+
+class BundleNumbers(msgspec.Struct):
+    """A bundle's time-averaged traffic as the leader saw it when it decided (in+out sums).
+
+    Fields in name order: the recording has always listed them so."""
+
+    long_msg_rate: float
+    long_throughput: float
+    short_msg_rate: float
+    short_throughput: float
+    topics: int
+
+
+class Assignment(Decision, kw_only=True):
+    """selectBrokerForAssignment answered: by the leader's load manager (`local` False) or by a
+    follower's own while no leader is active (`local`; `leader` is then that follower). `affinity`:
+    the unload's chosen destination answered, no selection ran (`trace` is None)."""
+
+    kind = "assignment"
+    bundle: str
+    broker: str | None
+    leader: str
+    local: bool
+    affinity: bool = False
+    trace: SelectionTrace | None
+
+
+class BundleUnloaded(Decision, kw_only=True):
+    """The owner closed a bundle's topics and released its ownership (unloadNamespaceBundle)."""
+
+    kind = "bundle_unloaded"
+    bundle: str
+    broker: str
+    topics: int
+    duration: float
+    timed_out: bool
+
+
+class BundleSplit(Decision, kw_only=True):
+    """The owner split a bundle and owns its children (splitAndOwnBundle); `attempt` counts from 1."""
+
+    kind = "bundle_split"
+    bundle: str
+    broker: str
+    children: list[str]
+    algorithm: str
+    boundaries: list[int]
+    unload: bool
+    attempt: int
+
+
+class BundleSplitSkipped(Decision, kw_only=True):
+    """The owner found no boundary to split at ("No valid boundary to split bundle")."""
+
+    kind = "split_skipped"
+    bundle: str
+    broker: str
+    algorithm: str
+    reason: str
+
+
+class SheddingSkipped(LeaderDecision, kw_only=True):
+    """doLoadShedding did not run its shedder (one broker or less)."""
+
+    decision = "shedding_skipped"
+    reason: str
+    brokers: list[str]
+
+
+class SheddingPlan(LeaderDecision, kw_only=True):
+    """The shedder's answer: (broker, bundle) pairs to unload, in order, and its numbers."""
+
+    decision = "shedding_plan"
+    shedder: str
+    plan: list[tuple[str, str]]
+    explanation: dict[str, Any] | None
+
+
+class Unload(LeaderDecision, kw_only=True):
+    """One planned bundle unloaded to `destination` (the owner's answer in `result`)."""
+
+    decision = "unload"
+    broker: str
+    bundle: str
+    destination: str
+    shedder: str
+    bundle_data: BundleNumbers | None
+    trace: SelectionTrace | None
+    result: dict[str, Any]
+
+
+class UnloadSkipped(LeaderDecision, kw_only=True):
+    """One planned bundle not unloaded, and why."""
+
+    decision = "unload_skipped"
+    broker: str
+    bundle: str
+    reason: str
+    bundle_data: BundleNumbers | None
+    trace: SelectionTrace | None
+
+
+class SplitSkipped(LeaderDecision, kw_only=True):
+    """checkNamespaceBundleSplit dropped a selected bundle ("Bundle has been removed")."""
+
+    decision = "split_skipped"
+    bundle: str
+    reason: str
+
+
+class Split(LeaderDecision, kw_only=True):
+    """checkNamespaceBundleSplit asked the owner to split a bundle; `ok` and `message` are its answer."""
+
+    decision = "split"
+    bundle: str
+    broker: str
+    unload: bool
+    ok: bool
+    message: str
+    bundle_data: BundleNumbers | None
+    result: dict[str, Any]
