@@ -20,6 +20,8 @@ Names, types, labels and units follow spec pulsar-metrics.md §A:
   Pulsar's `brk_*` → `pulsar_*` rendering does. Choice: one series per cluster summed over every leader
   of the run (Pulsar keeps one per leader process; the sum is what a dashboard adds up), so the values
   equal the decision log's `unload` / successful `split` counts;
+* `pulsar_lb_load_rank`, `pulsar_lb_quota_pct_{cpu,memory,bandwidth_in,bandwidth_out}{cluster,broker}`:
+  SimpleLoadManagerImpl's own, from each broker running it (its own row of its ranking);
 * `pulsar_broker_lookup{cluster,broker}`: summary in ms (count and sum; no quantiles are computed),
   `pulsar_broker_lookup_{answers,redirects,failures}` counters (`_total` samples),
   `pulsar_broker_lookup_pending_requests` gauge. TooManyRequests rejections happen before
@@ -101,6 +103,14 @@ _USAGES = (
     ("pulsar_lb_directMemory_usage", "direct_memory", "JVM direct memory usage, percent"),
     ("pulsar_lb_bandwidth_in_usage", "bandwidth_in", "Inbound NIC bandwidth usage, percent"),
     ("pulsar_lb_bandwidth_out_usage", "bandwidth_out", "Outbound NIC bandwidth usage, percent"),
+)
+
+_SIMPLE_GAUGES = (
+    ("load_rank", "SimpleLoadManagerImpl: the broker's final rank in its own ranking"),
+    ("quota_pct_cpu", "SimpleLoadManagerImpl: allocated quota CPU, percent of the limit"),
+    ("quota_pct_memory", "SimpleLoadManagerImpl: allocated quota memory, percent of the limit"),
+    ("quota_pct_bandwidth_in", "SimpleLoadManagerImpl: allocated quota bandwidth in, percent of the limit"),
+    ("quota_pct_bandwidth_out", "SimpleLoadManagerImpl: allocated quota bandwidth out, percent of the limit"),
 )
 
 _BUNDLE_GAUGES = (
@@ -435,6 +445,7 @@ class _ClusterCollector:
             g.add_metric((name, broker_id),
                          broker.local_data.max_resource_usage_with_weight(*weights) * 100.0)
         yield g
+        yield from self._simple_families(k, name, live)
 
         unload = ("cluster", "metric")
         value: float
@@ -568,6 +579,23 @@ class _ClusterCollector:
 
         if k is _PROMETHEUS:   # scrapes only, as the wall lag: events.jsonl has these (event_marks.py)
             yield tally.marks.family(k.counter, name)
+
+    def _simple_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
+        """SimpleLoadManagerImpl.updateLoadBalancingMetrics: each broker's own rank and allocated-quota
+        percentages `{cluster,broker}` (only brokers running it; nothing at all when none does)."""
+        rows = []
+        for broker_id, broker in live:
+            get = getattr(broker.load_manager, "load_balancing_metrics", None)
+            values = get() if get is not None else {}
+            if values:
+                rows.append((broker_id, values))
+        if not rows:
+            return
+        for key, doc in _SIMPLE_GAUGES:
+            g = k.gauge(f"pulsar_lb_{key}", doc, labels=("cluster", "broker"))
+            for broker_id, values in rows:
+                g.add_metric((name, broker_id), values[key])
+            yield g
 
     def _bundle_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""
