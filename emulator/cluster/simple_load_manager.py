@@ -58,14 +58,12 @@ from . import paths
 from .events import Assignment, LoadReportWritten
 from .load_manager import SIMPLE
 from .metadata_client import MetadataStoreError
+from .simple_load_manager_tasks import SimpleLoadManagerTasks
 
 if TYPE_CHECKING:  # pragma: no cover
     from .broker import Broker
-    from .simple_load_manager_tasks import SimpleLoadManagerTasks
 
-__all__ = ["SETTINGS_ROOT", "SimpleLoadManagerImpl"]
-
-SETTINGS_ROOT = "/loadbalance/settings"
+__all__ = ["SimpleLoadManagerImpl"]
 
 
 class SimpleLoadManagerImpl:
@@ -106,8 +104,6 @@ class SimpleLoadManagerImpl:
     async def start(self) -> None:
         """start(): the first report as the lock's value, the tasks (watches), the first ranking,
         the default quota and the load factors."""
-        from .simple_load_manager_tasks import SimpleLoadManagerTasks
-
         b = self.broker
         self.start_ms = b.system.clock.now_ms()
         tasks = self.tasks = SimpleLoadManagerTasks(f"{b.broker_id}/simple-lm", b.system, manager=self)

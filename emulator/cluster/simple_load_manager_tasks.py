@@ -13,12 +13,20 @@ so that the manager's `stop()` ends it (simple_load_manager.py says what each st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
 
-from emulator.model.simple_load_manager import ResourceQuota, do_load_shedding, do_namespace_bundle_split
+from emulator.model.simple_load_manager import (
+    PlacementState,
+    QuotaStore,
+    RealtimeQuotas,
+    ResourceQuota,
+    SimpleSettings,
+    do_load_shedding,
+    do_namespace_bundle_split,
+)
 from emulator.model.simple_load_manager.quota import RESOURCE_QUOTA_ROOT, quota_writes
 from emulator.model.simple_load_manager.report import LoadReport
 from emulator.model.simple_load_manager.settings import load_factor_writes
@@ -31,18 +39,38 @@ from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .simple_load_manager import SimpleLoadManagerImpl
+    from .broker import Broker
 
-__all__ = ["SimpleLoadManagerTasks"]
+__all__ = ["SETTINGS_ROOT", "SimpleLoadManagerTasks"]
+
+SETTINGS_ROOT = "/loadbalance/settings"
 
 _SHEDDER = "SimpleLoadManagerImpl"
 _encode = msgspec.json.Encoder(order="deterministic").encode
 
 
+class _Manager(Protocol):
+    """What the tasks read and call of their SimpleLoadManagerImpl (simple_load_manager.py)."""
+
+    broker: "Broker"
+    dynamic: dict[str, dict[str, str]]
+    quotas: RealtimeQuotas
+    store: QuotaStore
+    reports: dict[str, LoadReport]
+    placement: PlacementState
+    last_report: LoadReport | None
+
+    def settings(self) -> SimpleSettings: ...
+    def remember_quota(self, path: str, quota: ResourceQuota | None) -> None: ...
+    def decode_report(self, data: bytes) -> LoadReport | None: ...
+    def apply_reports(self, reports: dict[str, LoadReport]) -> None: ...
+    def set_load_report_force_update_flag(self) -> None: ...
+
+
 class SimpleLoadManagerTasks(Actor):
     """The scheduler and listener of one SimpleLoadManagerImpl (see the module docstring)."""
 
-    def __init__(self, name: str, system: ActorSystem, *, manager: "SimpleLoadManagerImpl") -> None:
+    def __init__(self, name: str, system: ActorSystem, *, manager: _Manager) -> None:
         super().__init__(name, system)
         self.manager = manager
         self.broker = manager.broker
@@ -54,8 +82,6 @@ class SimpleLoadManagerTasks(Actor):
         self.recently_unloaded: dict[str, int] = {}   # unloadedHotNamespaceCache: bundle -> ms
 
     async def on_start(self) -> None:
-        from .simple_load_manager import SETTINGS_ROOT
-
         await self.md.watch(paths.BROKERS)
         await self.md.watch(SETTINGS_ROOT)
         await self.md.watch(RESOURCE_QUOTA_ROOT)
@@ -101,8 +127,6 @@ class SimpleLoadManagerTasks(Actor):
             raise TypeError(f"{self.name}: unexpected message {type(msg).__name__}")
 
     def _on_notification(self, note: Notification) -> None:
-        from .simple_load_manager import SETTINGS_ROOT
-
         path = note.path
         if path.startswith(paths.BROKERS):
             self._request_ranking()
