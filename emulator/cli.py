@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor = sub.add_parser("monitor", help="print the monitor-brokers table of a running emulator")
     monitor.add_argument("--url", required=True, help="http://127.0.0.1:PORT of `run --metrics-port PORT`")
+    monitor.add_argument("--watch", metavar="INTERVAL",
+                         help="print the tables again every INTERVAL of real time (e.g. 5s) until interrupted")
     monitor.set_defaults(func=cmd_monitor)
 
     from emulator.snapshot.cli import add_snapshot_parser
@@ -237,10 +239,16 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    from emulator.observe.monitor import MonitorError, monitor
+    from emulator.observe.monitor import MonitorError, monitor, watch
 
+    interval = (parse_flag_duration(args.watch, flag="--watch") if args.watch is not None else None)
     try:
-        sys.stdout.write(monitor(args.url) + "\n")
+        if interval is None:
+            sys.stdout.write(monitor(args.url) + "\n")
+        else:
+            watch(args.url, interval)
+    except KeyboardInterrupt:
+        return 0
     except ValueError as e:
         raise UsageError(f"--url = {args.url!r}: {e}") from None
     except MonitorError as e:

@@ -37,3 +37,20 @@ def test_an_unknown_load_manager_falls_back_with_pulsars_warning():
     assert p.returncode == 0, p.stderr[-2000:]
     warnings = [line for line in p.stderr.splitlines() if "Error when trying to create load manager" in line]
     assert len(warnings) == len({w.split("actor=")[1].split()[0] for w in warnings}) >= 3
+
+
+def test_simple_load_manager_runs_the_default_scenario_end_to_end(tmp_path):
+    p = cli("run", "default", "--duration", "4m", "--seed", "1", "--quiet", "--record", str(tmp_path),
+            "--load-manager", "SimpleLoadManagerImpl")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]   # 1 would be an invariant violation
+    assert "invariant violations" not in p.stdout and "bundles            64 owned" in p.stdout
+    (run_dir,) = list(tmp_path.iterdir())
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["config"]["loadManagerClassName"] == "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl"
+    kinds = {json.loads(line)["kind"] for line in (run_dir / "events.jsonl").read_text().splitlines()}
+    assert "actor_failed" not in kinds
+    decisions = [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
+    # leastLoadedServer: every assignment decided on the leader, spread over the brokers
+    assignments = [d for d in decisions if d["decision"] == "assignment"]
+    assert assignments and not any(d["local"] for d in assignments)
+    assert len({d["broker"] for d in assignments}) >= 10

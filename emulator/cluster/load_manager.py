@@ -21,8 +21,8 @@ does; `resolve_class_name` maps them for the CLI's `--load-manager`.
 
 Where each load manager lives: Modular: modular_wrapper.py (the broker side: report, local decisions,
 leader hooks) + leader.py (the leader actor) + modular_load_manager.py (the pure core); Noop:
-noop_load_manager.py; Simple: the `SIMPLE` entry of `LOAD_MANAGERS` (its pure logic is in
-emulator/model/simple_load_manager/; until it is wired, `SimpleLoadManagerStandIn` answers for it);
+noop_load_manager.py; Simple: simple_load_manager.py (the broker side) + simple_load_manager_tasks.py
+(its watches and timers) over emulator/model/simple_load_manager/ (the pure logic);
 Extensible: emulator/cluster/extensible/ (a `LOAD_MANAGERS` entry when it is wired).
 """
 
@@ -122,9 +122,7 @@ Factory = Callable[[Any, str], LoadManager]
 LOAD_MANAGERS: dict[str, str] = {
     MODULAR: "emulator.cluster.modular_wrapper:ModularLoadManagerWrapper",
     NOOP: "emulator.cluster.noop_load_manager:NoopLoadManager",
-    # SimpleLoadManagerImpl plugs in here: point this entry at its broker-side class (a LoadManager
-    # taking (broker, requested)); emulator/model/simple_load_manager/ holds its pure logic.
-    SIMPLE: "emulator.cluster.noop_load_manager:SimpleLoadManagerStandIn",
+    SIMPLE: "emulator.cluster.simple_load_manager:SimpleLoadManagerImpl",
 }
 """Pulsar's full class name -> 'module:Class' of the emulator's implementation (loaded on first use, so
 that no load manager's module is imported by a cluster that does not run it). The Extensible load

@@ -25,13 +25,13 @@ import msgspec
 from emulator.model.loaddata import LocalBrokerData
 
 from . import paths
-from .load_manager import NOOP, SIMPLE
+from .load_manager import NOOP
 from .metadata_client import MetadataStoreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .broker import Broker
 
-__all__ = ["NoopLoadManager", "SimpleLoadManagerStandIn"]
+__all__ = ["NoopLoadManager"]
 
 
 class NoopLoadManager:
@@ -134,14 +134,3 @@ class NoopLoadManager:
     async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
         return self.broker.broker_id
 
-
-class SimpleLoadManagerStandIn(NoopLoadManager):
-    """Answers for SimpleLoadManagerImpl until it is wired into the seam (load_manager.py's `SIMPLE`
-    entry): NoopLoadManager's behaviour under Simple's class name, said once per broker."""
-
-    class_name = SIMPLE
-
-    def __init__(self, broker: "Broker", requested: str = SIMPLE) -> None:
-        super().__init__(broker, requested)
-        broker.log.warning("SimpleLoadManagerImpl is not wired into the emulator yet; "
-                           "NoopLoadManager's behaviour stands in for it")

@@ -20,6 +20,8 @@ Names, types, labels and units follow spec pulsar-metrics.md §A:
   Pulsar's `brk_*` → `pulsar_*` rendering does. Choice: one series per cluster summed over every leader
   of the run (Pulsar keeps one per leader process; the sum is what a dashboard adds up), so the values
   equal the decision log's `unload` / successful `split` counts;
+* `pulsar_lb_load_rank`, `pulsar_lb_quota_pct_{cpu,memory,bandwidth_in,bandwidth_out}{cluster,broker}`:
+  SimpleLoadManagerImpl's own, from each broker running it (its own row of its ranking);
 * `pulsar_broker_lookup{cluster,broker}`: summary in ms (count and sum; no quantiles are computed),
   `pulsar_broker_lookup_{answers,redirects,failures}` counters (`_total` samples),
   `pulsar_broker_lookup_pending_requests` gauge. TooManyRequests rejections happen before
@@ -101,6 +103,14 @@ _USAGES = (
     ("pulsar_lb_directMemory_usage", "direct_memory", "JVM direct memory usage, percent"),
     ("pulsar_lb_bandwidth_in_usage", "bandwidth_in", "Inbound NIC bandwidth usage, percent"),
     ("pulsar_lb_bandwidth_out_usage", "bandwidth_out", "Outbound NIC bandwidth usage, percent"),
+)
+
+_SIMPLE_GAUGES = (
+    ("load_rank", "SimpleLoadManagerImpl: the broker's final rank in its own ranking"),
+    ("quota_pct_cpu", "SimpleLoadManagerImpl: allocated quota CPU, percent of the limit"),
+    ("quota_pct_memory", "SimpleLoadManagerImpl: allocated quota memory, percent of the limit"),
+    ("quota_pct_bandwidth_in", "SimpleLoadManagerImpl: allocated quota bandwidth in, percent of the limit"),
+    ("quota_pct_bandwidth_out", "SimpleLoadManagerImpl: allocated quota bandwidth out, percent of the limit"),
 )
 
 _BUNDLE_GAUGES = (
@@ -452,6 +462,7 @@ class _ClusterCollector:
             g.add_metric((name, broker_id),
                          broker.local_data.max_resource_usage_with_weight(*weights) * 100.0)
         yield g
+        yield from self._simple_families(k, name, live)
 
         unload = ("cluster", "metric")
         value: float
@@ -589,12 +600,15 @@ class _ClusterCollector:
     def layout(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """What the recorder's series depend on: the live brokers and the deciding brokers of
         `pulsar_broker_load_manager_bundle_assigment`, sorted; None when bundles are exposed (their
-        series follow every split and move)."""
+        series follow every split and move) or when a broker's load manager exports its own series."""
         cluster = self.cluster
         if cluster.conf.expose_bundles_metrics_in_prometheus:
             return None
         brokers = cluster.brokers
-        return (tuple(b for b in sorted(brokers) if brokers[b].alive), tuple(sorted(self.tally.assignments)))
+        live = tuple(b for b in sorted(brokers) if brokers[b].alive)
+        if any(getattr(brokers[b].load_manager, "load_balancing_metrics", None) is not None for b in live):
+            return None   # a load manager with series of its own (Simple's rank and quotas): `families`
+        return (live, tuple(sorted(self.tally.assignments)))
 
     def values(self, live_ids: tuple[str, ...]) -> list[Any]:
         """The values `families(_ROWS)` gives, in its order and with its types (int stays int), for
@@ -654,6 +668,22 @@ class _ClusterCollector:
             extend(cumulative)
             extend((cumulative[-1], hist.total))
         return out
+    def _simple_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
+        """SimpleLoadManagerImpl.updateLoadBalancingMetrics: each broker's own rank and allocated-quota
+        percentages `{cluster,broker}` (only brokers running it; nothing at all when none does)."""
+        rows = []
+        for broker_id, broker in live:
+            get = getattr(broker.load_manager, "load_balancing_metrics", None)
+            values = get() if get is not None else {}
+            if values:
+                rows.append((broker_id, values))
+        if not rows:
+            return
+        for key, doc in _SIMPLE_GAUGES:
+            g = k.gauge(f"pulsar_lb_{key}", doc, labels=("cluster", "broker"))
+            for broker_id, values in rows:
+                g.add_metric((name, broker_id), values[key])
+            yield g
 
     def _bundle_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """updateLoadBalancingBundlesMetrics: one series set per bundle in the broker's latest stats."""

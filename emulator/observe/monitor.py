@@ -1,4 +1,4 @@
-"""The `monitor-brokers` table (pulsar-perf BrokerMonitor, Modular Load Manager layout; spec §B.3).
+"""The `monitor-brokers` tables (pulsar-perf BrokerMonitor, for Modular and Simple reports; spec §B.3).
 
 For every broker registered under `/loadbalance/brokers`, a "Broker Data for <broker>" table built from
 its last written report (`LocalBrokerData`) and its `/loadbalance/broker-time-average/<broker>` node:
@@ -13,6 +13,19 @@ row follows the header), and the overall MAX % column holds the fraction `getMax
 percentage. Cells are 14 characters (60 for the overall broker column), `%.2f` with Java's rounding
 (HALF_UP on the shortest decimal representation; float32 values as Float.toString sees them). Brokers
 are listed in sorted order (Java walks a ConcurrentHashMap).
+
+A report written by SimpleLoadManagerImpl (BrokerMonitor tells it by the text "allocated" in the node)
+gets the "Load Report for <broker>" table instead, from its LoadReport:
+
+    COUNT        | TOPIC | BUNDLE | PRODUCER | CONSUMER | BUNDLE + | BUNDLE -
+    RAW SYSTEM   | CPU % | MEMORY % | DIRECT % | BW IN % | BW OUT % | MAX %
+    ALLOC SYSTEM | CPU % | MEMORY % |          | BW IN % | BW OUT % | MAX %   (allocated / limit, at most 100)
+    RAW MSG      | MSG/S IN | MSG/S OUT | TOTAL | KB/S IN | KB/S OUT | TOTAL (KB/s from the bandwidth usage)
+    ALLOC MSG    | the allocated msg rates and bandwidths
+
+and its overall row takes the allocated msg rates as LONG/S, the allocated bandwidth as KB/S and the
+largest percentUsage() as MAX % (printGlobalData). `watch(url, interval)` prints the tables again and
+again, as `monitor-brokers` does on every report change.
 
 `broker_rows(cluster)` reads the metadata store directly; `monitor(url)` reads the same nodes through a
 running emulator's read-only HTTP views, so both print the same table for the same instant.
@@ -32,11 +45,13 @@ import msgspec
 import numpy as np
 
 from emulator.model.loaddata import LocalBrokerData, TimeAverageBrokerData
+from emulator.model.simple_load_manager.report import LoadReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["BrokerRow", "MonitorError", "broker_rows", "format_broker_table", "make_table", "monitor"]
+__all__ = ["BrokerRow", "MonitorError", "broker_rows", "format_broker_table", "make_table", "monitor",
+           "watch"]
 
 BROKERS_PATH = "/loadbalance/brokers"
 TIME_AVERAGE_PATH = "/loadbalance/broker-time-average"
@@ -44,6 +59,7 @@ TIME_AVERAGE_PATH = "/loadbalance/broker-time-average"
 _MESSAGE_FIELDS = ("MSG/S IN", "MSG/S OUT", "TOTAL", "KB/S IN", "KB/S OUT", "TOTAL")
 _SYSTEM_ROW = ("SYSTEM", "CPU %", "MEMORY %", "DIRECT %", "BW IN %", "BW OUT %", "MAX %")
 _COUNT_ROW = ("COUNT", "TOPIC", "BUNDLE", "PRODUCER", "CONSUMER", "BUNDLE +", "BUNDLE -")
+_SIMPLE_SYSTEM_FIELDS = ("CPU %", "MEMORY %", "DIRECT %", "BW IN %", "BW OUT %", "MAX %")
 _GLOBAL_HEADER = ("BROKER", "BUNDLE", "MSG/S", "LONG/S", "KB/S", "MAX %")
 
 
@@ -52,11 +68,15 @@ class MonitorError(RuntimeError):
 
 
 class BrokerRow(msgspec.Struct):
-    """One broker as BrokerMonitor sees it: its report and its time averages (None if not written)."""
+    """One broker as BrokerMonitor sees it: its report and its time averages (None if not written).
+
+    `report`: the LoadReport when the broker runs SimpleLoadManagerImpl (`local` then holds the same
+    JSON read as LocalBrokerData, whose rates and counts have the same names)."""
 
     broker: str
     local: LocalBrokerData
     time_average: TimeAverageBrokerData | None = None
+    report: LoadReport | None = None
 
 
 class _F32(float):
@@ -74,6 +94,9 @@ def rows_from_nodes(children: Sequence[str], get: Callable[[str], bytes | None])
         if data is None:          # gone between the listing and the read: "Lost broker"
             continue
         local = msgspec.json.decode(data, type=LocalBrokerData)
+        if b"allocated" in data:   # printData: a SimpleLoadManagerImpl LoadReport
+            rows.append(BrokerRow(broker, local, report=msgspec.json.decode(data, type=LoadReport)))
+            continue
         avg = get(f"{TIME_AVERAGE_PATH}/{broker}")
         rows.append(BrokerRow(broker, local,
                               None if avg is None else msgspec.json.decode(avg, type=TimeAverageBrokerData)))
@@ -84,6 +107,25 @@ def broker_rows(cluster: "Cluster") -> list[BrokerRow]:
     """The table's inputs read straight from the cluster's metadata store (no message, no latency)."""
     store = cluster.store
     return rows_from_nodes(store.peek_children(BROKERS_PATH), store.peek)
+
+
+def watch(url: str, interval: float, *, count: int | None = None, timeout: float = 10.0,
+          write: Callable[[str], object] | None = None,
+          sleep: Callable[[float], object] | None = None) -> int:
+    """`monitor --watch INTERVAL`: the tables every `interval` real seconds (`count` times, or until
+    interrupted), as monitor-brokers prints them again on every report change. Returns how many."""
+    import sys
+    import time
+
+    out = write or sys.stdout.write
+    pause = sleep or time.sleep
+    printed = 0
+    while count is None or printed < count:
+        if printed:
+            pause(interval)
+        out(monitor(url, timeout=timeout) + "\n")
+        printed += 1
+    return printed
 
 
 def monitor(url: str, *, timeout: float = 10.0) -> str:
@@ -165,8 +207,49 @@ def _message_row(rate_in: float, rate_out: float, thr_in: float, thr_out: float)
             thr_out / 1024, (thr_in + thr_out) / 1024]
 
 
+def _alloc_percent(usage: float, limit: float) -> float:
+    """BrokerDataWatcher.percentUsage: allocated / limit in %, at most 100 (0 without a limit)."""
+    return 100 * min(1.0, usage / limit) if limit > 0 and usage >= 0 else 0.0
+
+
+def _raw_max(report: LoadReport) -> float:
+    """The largest of the five percentUsage() (a Java float)."""
+    u = report.system_resource_usage
+    return max(float(np.float32(r.percent_usage()))
+               for r in (u.cpu, u.memory, u.direct_memory, u.bandwidth_in, u.bandwidth_out))
+
+
+def load_report_table(broker: str, report: LoadReport) -> str:
+    """BrokerDataWatcher.printLoadReport: COUNT, RAW SYSTEM, ALLOC SYSTEM, RAW MSG, ALLOC MSG."""
+    u = report.system_resource_usage
+    alloc = [_alloc_percent(report.allocated_cpu, u.cpu.limit),
+             _alloc_percent(report.allocated_memory, u.memory.limit),
+             _alloc_percent(report.allocated_bandwidth_in, u.bandwidth_in.limit),
+             _alloc_percent(report.allocated_bandwidth_out, u.bandwidth_out.limit)]
+    rows: list[Sequence[object]] = [
+        _COUNT_ROW,
+        [None, report.num_topics, report.num_bundles, report.num_producers, report.num_consumers,
+         len(report.bundle_gains), len(report.bundle_losses)],
+        ("RAW SYSTEM",) + _SIMPLE_SYSTEM_FIELDS,
+        [None, _F32(u.cpu.percent_usage()), _F32(u.memory.percent_usage()),
+         _F32(u.direct_memory.percent_usage()), _F32(u.bandwidth_in.percent_usage()),
+         _F32(u.bandwidth_out.percent_usage()), _F32(_raw_max(report))],
+        ("ALLOC SYSTEM",) + _SIMPLE_SYSTEM_FIELDS,
+        [None, alloc[0], alloc[1], None, alloc[2], alloc[3], max(alloc)],
+        ("RAW MSG",) + _MESSAGE_FIELDS,
+        _message_row(report.msg_rate_in, report.msg_rate_out, u.bandwidth_in.usage, u.bandwidth_out.usage),
+        ("ALLOC MSG",) + _MESSAGE_FIELDS,
+        _message_row(report.allocated_msg_rate_in, report.allocated_msg_rate_out,
+                     report.allocated_bandwidth_in, report.allocated_bandwidth_out),
+    ]
+    return f"Load Report for {broker}:\n{make_table(rows)}"
+
+
 def broker_table(row: BrokerRow) -> str:
-    """BrokerDataWatcher.printBrokerData: the five label rows, each followed by its values."""
+    """BrokerDataWatcher.printBrokerData: the five label rows, each followed by its values (a
+    SimpleLoadManagerImpl report: `load_report_table`)."""
+    if row.report is not None:
+        return load_report_table(row.broker, row.report)
     local = row.local
     avg = row.time_average or TimeAverageBrokerData()
     rows: list[Sequence[object]] = [
@@ -196,13 +279,22 @@ def overall_table(rows: Sequence[BrokerRow]) -> str:
     total_rate = total_long = total_kb = max_max = 0.0
     for row in rows:
         local = row.local
-        avg = row.time_average or TimeAverageBrokerData()
-        rate = local.msg_rate_in + local.msg_rate_out
-        long_rate = avg.long_term_msg_rate_in + avg.long_term_msg_rate_out
-        kb = (local.msg_throughput_in + local.msg_throughput_out) / 1024
-        max_usage = float(local.max_resource_usage())
-        table.append([row.broker, local.num_bundles, float(rate), float(kb), float(long_rate), max_usage])
-        bundles += local.num_bundles
+        if row.report is not None:
+            r = row.report
+            num_bundles = r.num_bundles
+            rate = r.msg_rate_in + r.msg_rate_out
+            long_rate = r.allocated_msg_rate_in + r.allocated_msg_rate_out
+            kb = (r.allocated_bandwidth_in + r.allocated_bandwidth_out) / 1024
+            max_usage = _raw_max(r)
+        else:
+            avg = row.time_average or TimeAverageBrokerData()
+            num_bundles = local.num_bundles
+            rate = local.msg_rate_in + local.msg_rate_out
+            long_rate = avg.long_term_msg_rate_in + avg.long_term_msg_rate_out
+            kb = (local.msg_throughput_in + local.msg_throughput_out) / 1024
+            max_usage = float(local.max_resource_usage())
+        table.append([row.broker, num_bundles, float(rate), float(kb), float(long_rate), max_usage])
+        bundles += num_bundles
         total_rate += rate
         total_long += long_rate
         total_kb += kb
