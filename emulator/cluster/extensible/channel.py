@@ -5,11 +5,9 @@ Follows apache/pulsar `extensions/channel/ServiceUnitStateChannelImpl.java` of m
 `getOwnerAsync` / `getActiveOwnerAsync` / `dedupeGetOwnerRequest` / `deferGetOwner`,
 `publishAssignEventAsync`, `publishUnloadEventAsync`, `publishSplitEventAsync`,
 `publishOverrideEventAsync`, `handleEvent` and its `handle*Event`, `handleSkippedEvent`,
-`closeServiceUnit`, `splitServiceUnit` / `splitServiceUnitOnceAndRetry` / `ownChildBundles`, and the
-channel owner's housekeeping: `scheduleOwnershipMonitor` / `monitorOwnerships`,
-`handleBrokerRegistrationEvent` (`handleBrokerCreationEvent`, `handleBrokerDeletionEvent`,
-`scheduleCleanup`), `handleMetadataSessionEvent`, `doCleanup`, `overrideOwnership`,
-`waitForCleanups`, `healthCheckBrokerAsync`.
+`closeServiceUnit`, `splitServiceUnit` / `splitServiceUnitOnceAndRetry` / `ownChildBundles`. The
+channel owner's housekeeping (`scheduleOwnershipMonitor`, `doCleanup`, ...) is the base class
+`ChannelOwnerRole` (`channel_owner.py`); the types are in `channel_types.py`, re-exported here.
 
 What to do on each value, and what to write, is decided by the pure functions of
 `emulator.model.extensible.channel_rules`; this actor holds the table view, the waiting lookups and
@@ -30,40 +28,22 @@ acknowledged; with the emulator's zero-latency tests the result can arrive in th
 from __future__ import annotations
 
 import asyncio
-import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
-import msgspec
 
 from emulator.model.config import ServiceConfig
 from emulator.model.extensible.channel_rules import (
     BUNDLE_SPLIT_RETRY_DELAY_MS,
-    MAX_BROKER_HEALTH_CHECK_RETRY,
-    MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS,
-    OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS,
-    OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_IN_MILLIS,
-    SESSION_REESTABLISHED,
-    SYSTEM_NAMESPACE,
     ChannelAction,
     LookupCompletion,
-    MetadataState,
     assign_data,
     assigned_broker,
-    broker_deletion_decision,
     channel_timing,
     handle_event,
-    health_check_retry_delay_ms,
-    metadata_state,
-    monitor_ownerships,
-    monitor_skip_reason,
-    orphans_of,
-    override_excluded_brokers,
-    override_ownership,
     owner_after_wait,
     owner_lookup,
-    records_session_event,
     skipped_event_owner,
     split_data,
     split_retry,
@@ -77,8 +57,20 @@ from emulator.model.extensible.state import (
     should_keep_left,
     state_of,
 )
-from emulator.runtime import Actor, ActorSystem
+from emulator.runtime import ActorSystem
 
+from .channel_owner import ChannelOwnerRole
+from .channel_types import (
+    BundleDeletedError,
+    ChannelCounters,
+    ChannelNotReadyError,
+    ChannelOwnerUnknownError,
+    ChannelState,
+    EventType,
+    InFlightTimeoutError,
+    OwnerInactiveError,
+    StateChangeListener,
+)
 from .host import BundleSplitConflict, ChannelHost
 from .load_data_store import LoadDataStore
 from .system_topic import SystemTopic
@@ -99,89 +91,7 @@ __all__ = [
 
 _S = ServiceUnitState
 
-StateChangeListener = Callable[[str, ServiceUnitStateData | None, BaseException | None], None]
-"""`StateChangeListener.handleEvent(serviceUnit, data, throwable)`: the unload/split managers and the
-top-bundles reporter; called once the broker's own handling of the value is done (or failed)."""
-
-
-class ChannelState(enum.Enum):
-    """`ChannelState` (the ones the emulator goes through)."""
-
-    CONSTRUCTED = "Constructed"
-    STARTED = "Started"
-    DISABLED = "Disabled"
-    CLOSED = "Closed"
-
-
-class EventType(enum.Enum):
-    """`EventType`: the `event` label of `brk_sunit_state_chn_event_publish_ops_total`."""
-
-    ASSIGN = "Assign"
-    SPLIT = "Split"
-    UNLOAD = "Unload"
-    OVERRIDE = "Override"
-
-
-class BundleDeletedError(Exception):
-    """`getOwnerAsync` on a Deleted bundle, or a lookup waiting when it became Deleted."""
-
-
-class InFlightTimeoutError(Exception):
-    """`deferGetOwner`: the bundle was still in flight (or Deleted) when the wait ended."""
-
-
-class OwnerInactiveError(Exception):
-    """`getActiveOwnerAsync`: "The new owner <broker> is inactive." (not in the broker registry)."""
-
-
-class ChannelNotReadyError(Exception):
-    """`ServiceUnitNotReadyException` / "Invalid channel state": the channel is not started, or is
-    disabled (its broker is shutting down) and dropped the lookup."""
-
-
-class ChannelOwnerUnknownError(Exception):
-    """`isChannelOwnerAsync`: "There is no channel owner now."."""
-
-
-class Counters(msgspec.Struct):
-    total: int = 0
-    failure: int = 0
-
-
-def _per_state() -> dict[ServiceUnitState, Counters]:
-    return {s: Counters() for s in ServiceUnitState}
-
-
-def _per_event() -> dict[EventType, Counters]:
-    return {e: Counters() for e in EventType}
-
-
-class ChannelCounters(msgspec.Struct, kw_only=True):
-    """The counters `getMetrics()` renders as `pulsar_sunit_state_chn_*` (`brk_` in Pulsar's source)."""
-
-    owner_lookup: dict[ServiceUnitState, Counters] = msgspec.field(default_factory=_per_state)
-    handler: dict[ServiceUnitState, Counters] = msgspec.field(default_factory=_per_state)
-    event_publish: dict[EventType, Counters] = msgspec.field(default_factory=_per_event)
-    cleanup_errors: int = 0
-    inactive_broker_cleanup: int = 0
-    inactive_broker_cleanup_scheduled: int = 0
-    inactive_broker_cleanup_ignored: int = 0
-    inactive_broker_cleanup_cancelled: int = 0
-    orphan_service_unit_cleanup: int = 0
-    service_unit_tombstone_cleanup: int = 0
-
-
-class _CleanupJob:
-    """A scheduled `doCleanup` (`cleanupJobs` entry); `cancelled` before it fires = `future.cancel`."""
-
-    __slots__ = ("broker", "cancelled")
-
-    def __init__(self, broker: str | None) -> None:
-        self.broker = broker
-        self.cancelled = False
-
-
-class ServiceUnitStateChannel(Actor):
+class ServiceUnitStateChannel(ChannelOwnerRole):
     """The channel of broker `host.broker_id`; `start()` it from a task of any actor, then use it."""
 
     def __init__(
@@ -204,13 +114,8 @@ class ServiceUnitStateChannel(Actor):
         self.view: TableView[ServiceUnitStateData] = TableView(topic, self, strategy=should_keep_left)
         self.channel_state = ChannelState.CONSTRUCTED
         self.counters = ChannelCounters()
-        self.last_session_event = SESSION_REESTABLISHED
-        self.last_session_event_ms: int | None = None
         self._listeners: list[StateChangeListener] = []
         self._owner_requests: dict[str, asyncio.Future[str | None]] = {}
-        self._cleanup_jobs: dict[str | None, _CleanupJob] = {}
-        self._monitor_generation = 0
-        self._monitoring = False
 
     @property
     def now_ms(self) -> int:
@@ -479,204 +384,3 @@ class ServiceUnitStateChannel(Actor):
                     raise ChannelNotReadyError(f"Failed to split bundle {parent}, Retried {failures} th") from None
                 await anyio.sleep(BUNDLE_SPLIT_RETRY_DELAY_MS / 1000)
         self._pub(parent, deleted)  # thenAccept(pubAsync(...)): not waited for
-
-    # ================================================================== the channel owner
-
-    async def is_channel_owner(self) -> bool:
-        """`isChannelOwnerAsync`: this broker is the elected leader (ChannelOwnerUnknownError if none)."""
-        with anyio.fail_after(MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS):
-            owner = await self.host.channel_owner()
-        if owner is None:
-            raise ChannelOwnerUnknownError("There is no channel owner now.")
-        return owner == self.broker_id
-
-    def on_metadata_session_event(self, event: str) -> None:
-        """`handleMetadataSessionEvent`: remember SessionReestablished / SessionLost and when."""
-        if records_session_event(event):
-            self.last_session_event = event
-            self.last_session_event_ms = self.now_ms
-
-    def metadata_state(self) -> MetadataState:
-        """`getMetadataState`."""
-        return metadata_state(self.last_session_event, self.last_session_event_ms, self.now_ms,
-                              max_cleanup_delay_s=self.timing.max_cleanup_delay_s)
-
-    def on_broker_registry_event(self, broker: str, created: bool) -> None:
-        """`handleBrokerRegistrationEvent`: the broker registry saw `broker`'s node created or deleted."""
-        if created:
-            if broker in self._cleanup_jobs:
-                self.start_soon(self._cancel_cleanup_if_healthy, broker)
-        else:
-            self.start_soon(self.handle_broker_deletion, broker)
-
-    async def _cancel_cleanup_if_healthy(self, broker: str) -> None:
-        """`handleBrokerCreationEvent`: a broker back before its clean-up ran keeps its bundles."""
-        if await self._health_check(broker):
-            job = self._cleanup_jobs.pop(broker, None)
-            if job is not None:
-                job.cancelled = True
-                self.counters.inactive_broker_cleanup_cancelled += 1
-
-    async def handle_broker_deletion(self, broker: str | None) -> None:
-        """`handleBrokerDeletionEvent`: the channel owner schedules the clean-up of a gone broker, at
-        once (Stable), after `MAX_CLEAN_UP_DELAY_TIME_IN_SECS` (Jittery), or not at all (Unstable)."""
-        try:
-            is_owner = await self.is_channel_owner()
-        except (ChannelOwnerUnknownError, TimeoutError) as exc:
-            self.log.warning("Failed to handle broker deletion event", error=repr(exc))
-            return
-        decision = broker_deletion_decision(is_owner, self.metadata_state(),
-                                            max_cleanup_delay_s=self.timing.max_cleanup_delay_s,
-                                            min_cleanup_delay_s=self.timing.min_cleanup_delay_s)
-        if decision.action == "schedule":
-            self._schedule_cleanup(broker, decision.delay_s)
-        elif decision.action == "ignore":
-            self.counters.inactive_broker_cleanup_ignored += 1
-
-    def _schedule_cleanup(self, broker: str | None, delay_s: int) -> None:
-        """`scheduleCleanup`: at most one pending clean-up per broker (`cleanupJobs.computeIfAbsent`)."""
-        if self.channel_state in (ChannelState.DISABLED, ChannelState.CLOSED) or broker in self._cleanup_jobs:
-            return
-        job = _CleanupJob(broker)
-        self._cleanup_jobs[broker] = job
-        self.counters.inactive_broker_cleanup_scheduled += 1
-        self.call_later(delay_s, self._fire_cleanup, job)
-
-    def _fire_cleanup(self, job: _CleanupJob) -> None:
-        if not job.cancelled:
-            self.start_soon(self._run_cleanup, job)
-
-    async def _run_cleanup(self, job: _CleanupJob) -> None:
-        try:
-            await self.do_cleanup(job.broker, gracefully=False)
-        except Exception as exc:
-            self.counters.cleanup_errors += 1
-            self.log.error("Failed to run the cleanup job", broker=job.broker, error=repr(exc))
-        finally:
-            if self._cleanup_jobs.get(job.broker) is job:
-                del self._cleanup_jobs[job.broker]
-
-    async def _health_check(self, broker: str | None) -> bool:
-        """`healthCheckBrokerAsync` with `doHealthCheckBrokerAsyncWithRetries`: True if it answers
-        within `MAX_BROKER_HEALTH_CHECK_RETRY` retries (a disabled channel counts as healthy)."""
-        retry = 0
-        while True:
-            if self.channel_state in (ChannelState.DISABLED, ChannelState.CLOSED):
-                return True
-            if broker is not None and await self.host.is_healthy(broker):
-                return True
-            if retry == MAX_BROKER_HEALTH_CHECK_RETRY:
-                return False
-            await anyio.sleep(health_check_retry_delay_ms(retry) / 1000)
-            retry += 1
-
-    async def do_cleanup(self, broker: str | None, *, gracefully: bool) -> None:
-        """`doCleanup`: give every bundle `broker` owned or had in flight a new owner (forced
-        overrides), non-system bundles first, then the `pulsar/system` ones; then remove the broker
-        from the load-data stores. Unless `gracefully`, a broker that passes a health check is
-        left alone."""
-        try:
-            with anyio.fail_after(MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS):
-                owner = await self.host.channel_owner()
-        except TimeoutError:
-            owner = None
-        if owner is None:
-            self.log.error("Found the channel owner is empty. Skip the orphan bundle cleanup", broker=broker)
-            return
-        if not gracefully:
-            healthy = False
-            with anyio.move_on_after(self.conf.metadata_store_operation_timeout_seconds):
-                healthy = await self._health_check(broker)
-            if healthy:
-                self.log.warning("Found that the broker to clean is healthy. Skip the orphan bundle cleanup",
-                                 broker=broker)
-                return
-        flush = OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 1000
-        await self.view.refresh(flush)
-        regular, system = orphans_of(self.view.data, broker)
-        for service_unit, data in regular:
-            await self._override_ownership(service_unit, data, broker, gracefully)
-        await self.view.refresh(flush)
-        if regular or system:
-            await self._wait_for_cleanups(broker, exclude_system=True)
-            self.counters.orphan_service_unit_cleanup += len(regular) + len(system)
-            self.counters.inactive_broker_cleanup += 1
-        for service_unit, data in system:
-            await self._override_ownership(service_unit, data, broker, gracefully)
-        await self.view.refresh(flush)
-        if broker is not None:
-            for store in self.load_data_stores:
-                store.remove(broker)
-
-    async def _override_ownership(self, service_unit: str, orphan: ServiceUnitStateData,
-                                  inactive_broker: str | None, gracefully: bool) -> None:
-        """`overrideOwnership`: select a new owner (the inactive broker excluded) and force it."""
-        try:
-            with anyio.fail_after(self.conf.metadata_store_operation_timeout_seconds):
-                selected = await self.host.select(service_unit, override_excluded_brokers(inactive_broker))
-                override = override_ownership(orphan, selected, self.now_ms, gracefully=gracefully)
-                await self.publish_override(service_unit, override)
-        except Exception as exc:
-            self.counters.cleanup_errors += 1
-            self.log.error("Failed to override ownership", service_unit=service_unit,
-                           inactive_broker=inactive_broker, error=repr(exc))
-
-    async def _wait_for_cleanups(self, broker: str | None, *, exclude_system: bool) -> None:
-        """`waitForCleanups`: until no (non-system) bundle is Owned by `broker`, at most
-        `OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS`, checking every half of it."""
-        started = self.now
-        while self.now - started < OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 1000:
-            if not any(
-                data.state is _S.OWNED and data.dst_broker == broker
-                and not (exclude_system and service_unit.startswith(SYSTEM_NAMESPACE))
-                for service_unit, data in self.view.items()
-            ):
-                return
-            await self.view.refresh(OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_IN_MILLIS / 2 / 1000)
-            await anyio.sleep(OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 2 / 1000)
-
-    def play_leader(self) -> None:
-        """`scheduleOwnershipMonitor`: run `monitor_ownerships` now and then every
-        `loadBalancerServiceUnitStateMonitorIntervalInSeconds` after each run ends (fixed delay)."""
-        if self._monitoring:
-            return
-        self._monitoring = True
-        self._monitor_generation += 1
-        self.start_soon(self._monitor_loop, self._monitor_generation)
-
-    def play_follower(self) -> None:
-        """`cancelOwnershipMonitor`."""
-        self._monitoring = False
-        self._monitor_generation += 1
-
-    async def _monitor_loop(self, generation: int) -> None:
-        while generation == self._monitor_generation:
-            try:
-                with anyio.fail_after(self.timing.in_flight_state_waiting_time_ms / 1000):
-                    brokers = await self.host.available_brokers()
-                await self.monitor_ownerships(brokers)
-            except Exception as exc:
-                self.log.info("Failed to monitor the ownerships. will retry..", error=repr(exc))
-            await anyio.sleep(self.timing.ownership_monitor_delay_s)
-
-    async def monitor_ownerships(self, brokers: Sequence[str]) -> None:
-        """`monitorOwnerships`: tombstone old non-active values, schedule the clean-up of brokers that
-        still hold bundles but are gone, override in-flight values stuck past the in-flight wait."""
-        try:
-            is_owner = await self.is_channel_owner()
-        except (ChannelOwnerUnknownError, TimeoutError):
-            return
-        skip = monitor_skip_reason(is_owner, brokers, self.metadata_state())
-        if skip is not None:
-            return
-        table = dict(self.view.data)
-        plan = monitor_ownerships(table, brokers, self.now_ms, self.timing)
-        for service_unit in plan.tombstones:
-            self._pub(service_unit, None)
-            self.counters.service_unit_tombstone_cleanup += 1
-        for broker in plan.inactive_brokers:
-            await self.handle_broker_deletion(broker)
-        for service_unit in plan.timed_out:
-            await self._override_ownership(service_unit, table[service_unit], None, False)
-            self.counters.orphan_service_unit_cleanup += 1
-        await self.view.refresh(OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS / 1000)
