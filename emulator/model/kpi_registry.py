@@ -2,7 +2,9 @@
 
 Data, in the model layer so that a scenario's `[[expect]]` tables (the workload) can be checked
 against it without importing the observers that compute the values (`emulator/observe/kpis.py`,
-the roll-up's columns of the same names).
+the roll-up's columns of the same names, the summary's figures through `summary.SUMMARY_KPIS`).
+This is the one list: the README's KPI table repeats each definition word for word (a test holds
+them equal), and the full rules (windows, ticks, resets) are in `emulator/pipeline/rollup.py`.
 """
 
 from __future__ import annotations
@@ -32,22 +34,29 @@ _REGISTRY = (
     _k("overloaded_broker_seconds", "broker-seconds at or above the overload threshold"),
     _k("overloaded_seconds_max", "the most overloaded seconds of one broker"),
     _k("overloaded_brokers", "brokers overloaded at some tick"),
-    _k("unloads", "the shedder's unloads (decision log)"),
+    _k("unloads", "the shedder's unloads (decision log; the metric "
+                  "pulsar_lb_unload_bundle_total)"),
     _k("unloads_per_hour", "unloads per hour of the window"),
     _k("repeat_unloads", "unloads of a bundle unloaded within the grace period before"),
-    _k("splits", "bundle splits"),
+    _k("bundles_unloaded", "bundles unloaded for any reason: shedding, admin, broker drains"),
+    _k("splits", "the load manager's splits that went through (pulsar_lb_bundles_split_total)"),
     _k("splits_per_hour", "splits per hour of the window"),
+    _k("bundles_split", "bundles split for any reason: the load manager's and admin splits"),
     _k("bundle_moves", "bundles that became owned by another broker"),
-    _k("lookups", "lookups answered with an owner (broker counters)"),
-    _k("lookup_redirects", "lookups answered with a redirect"),
-    _k("lookup_failures", "lookups that failed"),
+    _k("lookups", "lookups answered with an owner (the brokers' pulsar_broker_lookup_answers_total)"),
+    _k("lookup_redirects", "lookups answered with a redirect (the brokers' counters)"),
+    _k("lookup_failures", "lookups that failed (the brokers' counters)"),
+    _k("client_lookups", "lookups the clients started, redirect hops not counted again"),
+    _k("client_lookup_redirects", "redirects the clients followed"),
+    _k("client_lookup_failures", "client lookups that failed"),
     _k("reconnects", "client handles reconnected"),
     _k("reconnect_latency_mean", "mean seconds from disconnect to reconnect"),
     _k("reconnect_latency_p50", "median reconnect latency, s"),
     _k("reconnect_latency_p99", "P99 reconnect latency, s"),
     _k("reconnect_latency_max", "longest reconnect latency, s"),
     _k("unavailable_topics", "topics with an outage"),
-    _k("unavailable_topic_seconds", "topic-seconds with at least one handle down"),
+    _k("unavailable_topic_seconds", "per topic, seconds while at least one of its producers or consumers "
+                                    "was down (not summed over them), summed over topics"),
     _k("unavailable_topic_seconds_p50", "median outage seconds over topics with one"),
     _k("unavailable_topic_seconds_p99", "P99 outage seconds over topics with one"),
     _k("unavailable_topic_seconds_max", "longest outage of a topic, s"),

@@ -11,7 +11,8 @@ A KPI over a window is computed from what was observed inside it, never from end
   whole run, as the roll-up's does);
 * counters (bundle_moves, lookups, lookup_redirects, lookup_failures, publish_messages,
   publish_failed) as the sum of their increases at the samples in the window (a drop is a reset);
-* reconnects and unavailable topic-seconds from the outage intervals, cut to the window;
+* reconnects and unavailable topic-seconds from the outage intervals (`emulator/model/outages.py`),
+  cut to the window;
 * time to balance of the scenario events in the window (the hold may run past its end).
 
 A row at time t is in the scope when start <= t < end, or t == end when end is the run's end (as the
@@ -30,6 +31,7 @@ from typing import Any
 import msgspec
 
 from emulator.model.kpi_registry import KPIS, WHOLE_RUN_ONLY, Kpi
+from emulator.model.outages import TopicOutages, union_length
 from emulator.model.stats import percentile, tdtv
 
 from .timeline import COUNTERS, Timeline
@@ -125,38 +127,32 @@ class _Facts:
             last[d.get("bundle")] = d["t"]
             self.unloads.append((d["t"], repeat))
         self.splits = [d["t"] for d in tl.decisions if d["decision"] == "split" and d.get("ok") is not False]
+        self.bundles_unloaded = [d["t"] for d in tl.decisions if d["decision"] == "bundle_unloaded"]
+        self.bundles_split = [d["t"] for d in tl.decisions if d["decision"] == "bundle_split"]
         self.threshold = tl.setting("loadBalancerBrokerOverloadedThresholdPercentage", 85.0)
         self._outages()
         self._balance_times(bound, minutes)
 
     def _outages(self) -> None:
+        """Down intervals per topic, by `emulator/model/outages.py`'s definition (events in order)."""
         events = self.tl.events
         self.reconnects = [e for e in events if e["kind"] == "handle_reconnected" and e.get("unavailable") is not None]
-        intervals: dict[str | None, list[tuple[float, float]]] = {}   # None: an event without a topic
-        for e in self.reconnects:
-            intervals.setdefault(e["topic"], []).append((e["t"] - e["unavailable"], e["t"]))
-        downs: dict[tuple, float] = {}
-        ups: dict[tuple, float] = {}
-        for e in events:
-            key = (e.get("client"), None if e.get("handle") is None else str(e["handle"]), e.get("topic"))
-            if e["kind"] == "handle_disconnected":
-                downs[key] = max(downs.get(key, -math.inf), e["t"])
-            elif e["kind"] == "handle_reconnected":
-                ups[key] = max(ups.get(key, -math.inf), e["t"])
-        for key, d in downs.items():
-            if key not in ups or ups[key] < d:
-                intervals.setdefault(key[2], []).append((d, max(d, self.span)))
-        self.islands: dict[str, list[list[float]]] = {}
-        for topic, ivs in intervals.items():
-            if topic is None:
+        outages = TopicOutages()
+        handles: set[tuple] = set()
+        for e in sorted((e for e in events if e["kind"].startswith("handle_")), key=lambda e: e["t"]):
+            if e.get("topic") is None:
                 continue
-            merged: list[list[float]] = []
-            for a, b in sorted(ivs):
-                if merged and a <= merged[-1][1]:
-                    merged[-1][1] = max(merged[-1][1], b)
-                else:
-                    merged.append([a, b])
-            self.islands[topic] = merged
+            key = (e.get("client"), None if e.get("handle") is None else str(e["handle"]))
+            handles.add(key)
+            if e["kind"] == "handle_disconnected":
+                outages.down(key, e["topic"], e["t"])
+            elif e["kind"] == "handle_failed":
+                outages.down(key, e["topic"], e.get("since", e["t"]))
+            elif e["kind"] in ("handle_reconnected", "handle_closed"):
+                outages.up(key, e["t"])
+        for key in sorted(handles, key=repr):   # still down at the end: down until the run's end
+            outages.up(key, self.span)
+        self.islands: dict[str, list[tuple[float, float]]] = outages.closed
 
     def _balance_times(self, bound: float, minutes: float) -> None:
         hold = 60.0 * minutes
@@ -209,6 +205,8 @@ class _Facts:
         k["unloads"] = len(mine)
         k["repeat_unloads"] = sum(mine)
         k["splits"] = sum(1 for t in self.splits if s.holds(t))
+        k["bundles_unloaded"] = sum(1 for t in self.bundles_unloaded if s.holds(t))
+        k["bundles_split"] = sum(1 for t in self.bundles_split if s.holds(t))
         hours = (s.end - s.start) / 3600.0
         k["unloads_per_hour"] = k["unloads"] / hours if hours > 0 else None
         k["splits_per_hour"] = k["splits"] / hours if hours > 0 else None
@@ -225,8 +223,8 @@ class _Facts:
         k.update(reconnects=len(lat), reconnect_latency_mean=_mean(lat), reconnect_latency_p50=percentile(lat, 0.5),
                  reconnect_latency_p99=percentile(lat, 0.99), reconnect_latency_max=max(lat, default=None))
         per_topic = []
-        for merged in self.islands.values():
-            secs = math.fsum(max(0.0, min(b, s.end) - max(a, s.start)) for a, b in merged)
+        for intervals in self.islands.values():
+            secs = union_length(intervals, s.start, s.end)
             if secs > 0:
                 per_topic.append(secs)
         k.update(unavailable_topics=len(per_topic), unavailable_topic_seconds=math.fsum(per_topic),

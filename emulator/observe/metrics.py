@@ -73,6 +73,7 @@ from emulator.cluster.events import (
     Event,
     HandleConnected,
     HandleDisconnected,
+    HandleClosed,
     HandleFailed,
     HandleReconnected,
     SheddingPlan,
@@ -80,6 +81,7 @@ from emulator.cluster.events import (
     Unload,
 )
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
+from emulator.model.outages import TopicOutages
 from emulator.observe.event_marks import EventMarks
 from emulator.observe.publish import publish_accounting, publish_families, publish_values
 
@@ -171,15 +173,13 @@ class _Tally:
         self.bundle_moves = 0
         self.reconnects = 0
         self.disconnects = 0
-        self.unavailable_done = 0.0
-        self._unavailable_reported = 0.0
+        self.outages = TopicOutages()                # unavailable topic-seconds, the summary's definition
         self.reconnect_latency = _Histogram(RECONNECT_BUCKETS)
         self.report_age = _Histogram(REPORT_AGE_BUCKETS)
         self.publish = publish_accounting(cluster)   # shared with the recorder and the summary
         self.assignments: dict[str, int] = {}        # deciding broker -> selectBrokerForAssignment calls
         self.topic_loads: dict[str, int] = {}        # broker -> topics loaded there so far
         self.down: dict[tuple[str, int], float] = {}  # (client, handle) -> disconnected since (s)
-        self.failed: dict[tuple[str, int], float] = {}  # (client, handle) -> created (s); creation failed
         self._cycle_brokers: set[str | None] = set()
         self._owner: dict[str, str] = dict(cluster.ownership())
         self._loaded: dict[str, set[str]] = {}        # broker -> topics currently loaded there
@@ -200,6 +200,7 @@ class _Tally:
             HandleDisconnected: self._on_disconnected,
             HandleReconnected: self._on_reconnected,
             HandleFailed: self._on_failed,
+            HandleClosed: self._on_closed,
         }
         self._unsubscribe = cluster.events.subscribe(self._on_event)
         self.marks = EventMarks(cluster)
@@ -286,6 +287,7 @@ class _Tally:
     def _on_disconnected(self, event: HandleDisconnected) -> None:
         self.disconnects += 1
         self.down[(event.client, event.handle)] = event.t
+        self.outages.down((event.client, event.handle), event.topic, event.t)
 
     def _on_reconnected(self, event: HandleReconnected) -> None:
         self._on_attached(event)
@@ -293,38 +295,20 @@ class _Tally:
         unavailable = float(event.unavailable)
         self.reconnect_latency.observe(unavailable)
         self.down.pop((event.client, event.handle), None)
-        self.unavailable_done += unavailable
+        self.outages.up((event.client, event.handle), event.t)
 
     def _on_failed(self, event: HandleFailed) -> None:
         """A handle whose creation failed never comes back: down from its creation on (as the summary)."""
-        self.failed[(event.client, event.handle)] = float(event.since)
+        self.outages.down((event.client, event.handle), event.topic, float(event.since))
+
+    def _on_closed(self, event: HandleClosed) -> None:
+        self.down.pop((event.client, event.handle), None)
+        self.outages.up((event.client, event.handle), event.t)
 
     def unavailable_seconds(self, now: float) -> float:
-        """Completed outages plus the ones still running, never decreasing (it is a counter).
-
-        A handle closed while disconnected leaves no event; its outage is ended at the first collect
-        that sees it closed."""
-        ongoing = 0.0
-        clients = self.cluster.clients
-        for key, since in list(self.down.items()):
-            client = clients.get(key[0])
-            handle = client.handles.get(key[1]) if client is not None else None
-            if handle is None or handle.state != "connecting":
-                del self.down[key]
-                self.unavailable_done += max(0.0, now - since)
-            else:
-                ongoing += max(0.0, now - since)
-        for key, since in list(self.failed.items()):   # failed until its application closes it
-            client = clients.get(key[0])
-            handle = client.handles.get(key[1]) if client is not None else None
-            if handle is None or handle.state != "failed":
-                del self.failed[key]
-                self.unavailable_done += max(0.0, now - since)
-            else:
-                ongoing += max(0.0, now - since)
-        value = max(self._unavailable_reported, self.unavailable_done + ongoing)
-        self._unavailable_reported = value
-        return value
+        """Unavailable topic-seconds up to `now` (`emulator/model/outages.py`: a topic is down while any
+        of its producers or consumers is), the summary's and the roll-up's figure."""
+        return self.outages.total(now)
 
 
 class _Kinds(NamedTuple):
@@ -550,7 +534,7 @@ class _ClusterCollector:
                 (k.counter, "pulsar_lb_emulator_disconnects",
                  "Producers/consumers disconnected by an unload, a close or a crash", tally.disconnects),
                 (k.counter, "pulsar_lb_emulator_unavailable_topic_seconds",
-                 "Seconds producers/consumers spent disconnected, summed over handles",
+                 "Seconds topics had a producer or consumer down (per topic, not summed over handles)",
                  tally.unavailable_seconds(now)),
                 (k.gauge, "pulsar_lb_emulator_disconnected_handles",
                  "Producers/consumers currently waiting to reconnect", len(tally.down)),

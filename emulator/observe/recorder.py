@@ -58,6 +58,7 @@ __all__ = ["RECORDED_EVENTS", "Recorder", "FLUSH_EVERY", "versions"]
 RECORDED_EVENTS: frozenset[type[Event]] = frozenset({
     ev.ScenarioEvent, ev.BrokerStarted, ev.BrokerCrashed, ev.BrokerStopping, ev.BrokerStopped,
     ev.LeaderElected, ev.LeaderStarted, ev.HandleDisconnected, ev.HandleReconnected, ev.HandleFailed,
+    ev.HandleClosed,
     ev.AdminUnload, ev.AdminSplit, ev.IsolationPolicySet, ev.IsolationPolicyDeleted,
     ev.FailureDomainSet, ev.FailureDomainDeleted, ev.AntiAffinityGroupSet, ev.ConfigChanged,
     ev.ActorFailed, ev.PlacementFailed, ev.SheddingFailed, ev.BrokerStartFailed, ev.InitialState,

@@ -1,13 +1,13 @@
 """The end-of-run summary: what load balancing did, what it cost the clients, how balanced it ended.
 
 * decisions: unloads by the shedder, bundles unloaded for any reason (shedding, admin, broker drains),
-  splits;
-* lookups, redirects and failed lookups, counted by the clients (broker counters restart with a
-  restarted broker, the clients' do not);
-* unavailable topic-seconds: per topic, the sum over its producers and consumers of the time between a
-  disconnect and the reconnect (`HandleReconnected.unavailable`), plus the time a handle is still down
-  at the end, plus the life of a handle whose creation failed; total, p99 (nearest rank, over every
-  topic with a handle) and max;
+  splits by the load manager and bundles split for any reason;
+* client lookups, redirects and failed lookups, counted by the clients (`client_lookups` ...: broker
+  counters restart with a restarted broker, the clients' do not; the roll-up's `lookups` are the
+  brokers' own counters, Pulsar's series);
+* unavailable topic-seconds (`emulator/model/outages.py`, the one definition): per topic, the time at
+  least one of its producers and consumers was down; total, p99 (linear interpolation over the topics
+  that had an outage, as the roll-up) and max;
 * actor failures first, when any (emulator bugs), and a line for a user's strategy or shedder that
   raised, when it did;
 * publish latency P50 / P99 / P99.9 / P99.99 and failed sends, for the cluster and the topics with the
@@ -19,12 +19,15 @@
 `format_summary` is deterministic: the same run (scenario, seed, config) prints the same bytes, on either
 clock, but for the `wall clock` line (how far a `--clock wall` run fell behind real time).
 `UnavailabilityTracker` is the listener that collects the unavailability while the run goes.
+`SUMMARY_KPIS` names the KPI (`emulator/model/kpi_registry.py`) each summary figure is: the roll-up of
+the run's recording gives the same value (tests/pipeline/test_summary_equals_rollup.py).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from typing import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -37,6 +40,8 @@ from emulator.cluster.events import (
     HandleFailed,
     HandleReconnected,
 )
+from emulator.model.outages import TopicOutages
+from emulator.model.stats import percentile
 from emulator.observe.expectations import ExpectResult, format_result
 from emulator.observe.publish import PublishLine, format_publish, summary_lines
 
@@ -45,23 +50,31 @@ if TYPE_CHECKING:  # pragma: no cover
     from emulator.model.config import ServiceConfig
     from emulator.model.loaddata import LocalBrokerData
 
-__all__ = ["BrokerLine", "RunSummary", "UnavailabilityTracker", "broker_max_usage", "format_summary",
-           "summarize"]
+__all__ = ["BrokerLine", "RunSummary", "SUMMARY_KPIS", "UnavailabilityTracker", "broker_max_usage",
+           "format_summary", "summarize"]
+
+SUMMARY_KPIS: Mapping[str, str] = {
+    # RunSummary field -> the KPI it is (same name, definition and value in the roll-up)
+    "unloads": "unloads", "bundles_unloaded": "bundles_unloaded", "splits": "splits",
+    "bundles_split": "bundles_split", "lookups": "client_lookups", "redirects": "client_lookup_redirects",
+    "lookup_failures": "client_lookup_failures", "reconnects": "reconnects",
+    "unavailable_total": "unavailable_topic_seconds", "unavailable_p99": "unavailable_topic_seconds_p99",
+    "unavailable_max": "unavailable_topic_seconds_max", "topics_unavailable": "unavailable_topics",
+}
 
 
 class UnavailabilityTracker:
-    """Listens to `cluster.events`: per-topic unavailable seconds.
+    """Listens to `cluster.events`: per-topic unavailable seconds (`emulator/model/outages.py`).
 
-    A handle is down from its `HandleDisconnected` until its `HandleReconnected` (whose `unavailable`
-    field is that time) or until it is closed by its application (`HandleClosed`, emitted by the
-    workload's consumer jitter); handles still down count up to `now`. A handle whose creation failed
-    (`HandleFailed`: the client gave up after the operation timeout; nothing creates it again) is down
-    from its creation (`since`) until it is closed or the run ends: its topic never had it."""
+    A handle is down from its `HandleDisconnected` until its `HandleReconnected` or until it is closed
+    by its application (`HandleClosed`, emitted by the workload's consumer jitter); handles still down
+    count up to `now`. A handle whose creation failed (`HandleFailed`: the client gave up after the
+    operation timeout; nothing creates it again) is down from its creation (`since`) until it is closed
+    or the run ends: its topic never had it. A topic is down while any of its handles is."""
 
     def __init__(self, events: ClusterEvents) -> None:
-        self.totals: dict[str, float] = {}
+        self.outages = TopicOutages()
         self.disconnects = 0
-        self._down: dict[tuple[str, int], tuple[str, float]] = {}
         self._unsubscribe = events.subscribe(self._on_event)
 
     def close(self) -> None:
@@ -71,26 +84,18 @@ class UnavailabilityTracker:
         match e:
             case HandleDisconnected():
                 self.disconnects += 1
-                self._down[(e.client, e.handle)] = (e.topic, e.t)
-            case HandleReconnected():
-                self._down.pop((e.client, e.handle), None)
-                self.totals[e.topic] = self.totals.get(e.topic, 0.0) + e.unavailable
+                self.outages.down((e.client, e.handle), e.topic, e.t)
             case HandleFailed():   # creation gave up: down since it was created, for good
-                self._down[(e.client, e.handle)] = (e.topic, e.since)
-            case HandleClosed():
-                down = self._down.pop((e.client, e.handle), None)
-                if down is not None:
-                    self.totals[down[0]] = self.totals.get(down[0], 0.0) + (e.t - down[1])
+                self.outages.down((e.client, e.handle), e.topic, e.since)
+            case HandleReconnected() | HandleClosed():
+                self.outages.up((e.client, e.handle), e.t)
 
     def per_topic(self, now: float) -> dict[str, float]:
         """Unavailable seconds per topic that was ever down, up to `now`."""
-        out = dict(self.totals)
-        for topic, since in self._down.values():
-            out[topic] = out.get(topic, 0.0) + max(0.0, now - since)
-        return out
+        return self.outages.per_topic(now)
 
     def still_down(self) -> int:
-        return len(self._down)
+        return self.outages.still_down()
 
 
 class BrokerLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,6 +125,7 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     unloads: int
     bundles_unloaded: int
     splits: int
+    """Splits the load manager made (its `split` decisions that went through), as the roll-up."""
     lookups: int
     redirects: int
     lookup_failures: int
@@ -150,6 +156,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     """--clock wall: the most emulated seconds the run fell behind real time x speed (None: virtual)."""
     expectations: list[ExpectResult] = []
     """The scenario's [[expect]] checked at the end (emulator.observe.expectations)."""
+    bundles_split: int = 0
+    """Bundles split for any reason (the load manager's, admin splits)."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -157,13 +165,6 @@ def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
     if conf.emulator_unweighted_max_usage:
         return local.max_resource_usage() * 100.0
     return local.max_resource_usage_with_weight(*conf.resource_weights) * 100.0
-
-
-def _p99(values: list[float]) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
 
 
 def summarize(cluster: "Cluster", decision_log: Any = None,
@@ -192,8 +193,10 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     topics = {h.topic for c in clients for h in c.handles.values()}
     per_topic = unavailable.per_topic(now) if unavailable is not None else {}
     topics |= set(per_topic)
-    downtime = [per_topic.get(t, 0.0) for t in sorted(topics)]
+    downtime = [per_topic[t] for t in sorted(per_topic) if per_topic[t] > 0]
     unloads = len(decision_log.of("unload")) if decision_log is not None else 0
+    splits = sum(1 for d in decision_log.of("split") if d.get("ok") is not False) \
+        if decision_log is not None else 0
     publish, publish_worst = summary_lines(getattr(cluster, "publish_accounting", None), now)
     wall_lag = getattr(cluster.system.clock, "lag", None)   # a WallLag on --clock wall
     return RunSummary(
@@ -203,14 +206,14 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         topics=len(topics), handles=len(handles),
         handles_connected=sum(1 for h in handles if h.state == "connected"),
         handles_failed=sum(1 for h in handles if h.state == "failed"),
-        unloads=unloads, bundles_unloaded=counts["bundle_unloaded"], splits=counts["bundle_split"],
+        unloads=unloads, bundles_unloaded=counts["bundle_unloaded"], splits=splits,
+        bundles_split=counts["bundle_split"],
         lookups=sum(c.stats.lookups for c in clients),
         redirects=sum(c.stats.lookup_redirects for c in clients),
         lookup_failures=sum(c.stats.lookups_failed for c in clients),
         reconnects=sum(c.stats.reconnects for c in clients),
-        unavailable_total=math.fsum(downtime), unavailable_p99=_p99(downtime),
-        unavailable_max=max(downtime, default=0.0),
-        topics_unavailable=sum(1 for d in downtime if d > 0),
+        unavailable_total=math.fsum(downtime), unavailable_p99=percentile(downtime, 0.99) or 0.0,
+        unavailable_max=max(downtime, default=0.0), topics_unavailable=len(downtime),
         usage_max=max(usages, default=0.0), usage_min=min(usages, default=0.0),
         usage_std=statistics.pstdev(usages) if len(usages) > 1 else 0.0,
         msg_rate_max=rate_max, msg_rate_min=rate_min, msg_rate_ratio=ratio,
@@ -242,8 +245,8 @@ def format_summary(s: RunSummary) -> str:
         f"  bundles            {s.bundles} owned; topics {s.topics}; handles {s.handles} "
         f"({s.handles_connected} connected, {s.handles_failed} failed)",
         f"  unloads            {s.unloads} by the shedder; {s.bundles_unloaded} bundles unloaded in all",
-        f"  splits             {s.splits}",
-        f"  lookups            {s.lookups}; redirects {s.redirects}; failures {s.lookup_failures}; "
+        f"  splits             {s.splits} by the load manager; {s.bundles_split} bundles split in all",
+        f"  client lookups     {s.lookups}; redirects {s.redirects}; failures {s.lookup_failures}; "
         f"reconnects {s.reconnects}",
         f"  unavailable        {s.unavailable_total:.3f} topic-seconds in all; p99 {s.unavailable_p99:.3f} s;"
         f" max {s.unavailable_max:.3f} s; {s.topics_unavailable} topics affected",

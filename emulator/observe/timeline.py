@@ -7,8 +7,9 @@ The same facts a recording holds (recorder.py), kept only where a KPI reads them
   metrics registry on the recorder's schedule: once when sampling starts, then on every multiple of
   `interval`, and a last block at the end; so a timeline and a recording of the same run hold the same
   sample instants and values;
-* decisions: the decision log's `unload` and `split` records;
-* events: `handle_disconnected` / `handle_reconnected` (outages) and `scenario_event`;
+* decisions: the decision log's `unload`, `split`, `bundle_unloaded` and `bundle_split` records;
+* events: `handle_disconnected` / `handle_reconnected` / `handle_failed` / `handle_closed` (outages)
+  and `scenario_event`;
 * publish: the cluster's exact publish-latency line at the end (`PublishLine`), when the cluster has
   publish accounting.
 
@@ -27,8 +28,12 @@ import anyio
 import msgspec
 
 from emulator.cluster.events import (
+    BundleSplit,
+    BundleUnloaded,
     Event,
+    HandleClosed,
     HandleDisconnected,
+    HandleFailed,
     HandleReconnected,
     ScenarioEvent,
     Split,
@@ -52,13 +57,16 @@ COUNTERS: dict[str, str] = {
     "lookups": "pulsar_broker_lookup_answers_total",
     "lookup_redirects": "pulsar_broker_lookup_redirects_total",
     "lookup_failures": "pulsar_broker_lookup_failures_total",
+    "client_lookups": "pulsar_lb_emulator_client_lookups_total",
+    "client_lookup_redirects": "pulsar_lb_emulator_client_lookup_redirects_total",
+    "client_lookup_failures": "pulsar_lb_emulator_client_lookup_failures_total",
     "publish_messages": "pulsar_lb_emulator_publish_latency_seconds_count",
     "publish_failed": "pulsar_lb_emulator_publish_failed_total",
 }
 SAMPLED = frozenset({USAGE, *RATE, *THROUGHPUT, *COUNTERS.values()})
 """Sample names a timeline keeps (every other series of the registry is dropped)."""
-_KEPT_DECISIONS = (Unload, Split)
-_KEPT_EVENTS = (HandleDisconnected, HandleReconnected, ScenarioEvent)
+_KEPT_DECISIONS = (Unload, Split, BundleUnloaded, BundleSplit)
+_KEPT_EVENTS = (HandleDisconnected, HandleReconnected, HandleFailed, HandleClosed, ScenarioEvent)
 DECISIONS = frozenset(t.decision for t in _KEPT_DECISIONS)
 """Decision names a timeline keeps (a recording's records are told apart by name)."""
 EVENTS = frozenset(t.kind for t in _KEPT_EVENTS)

@@ -10,78 +10,15 @@ with one line naming the flag and the value; the main CLI turns that into exit c
 from __future__ import annotations
 
 import argparse
-import random
-from typing import Any, Sequence
+from typing import Any
 
 from emulator.model.errors import UsageError
-from emulator.pipeline.options import add_rollup_options, options_from_args, parse_window
+from emulator.pipeline.options import (GRID_EXTRA_KEYS, add_rollup_options, add_sweep_arguments,
+                                       conf_from_args, options_from_args, parse_grid, parse_seeds,
+                                       validate_grid)
 
-GRID_EXTRA_KEYS = ("placement", "shedder")
-
-
-# ====================================================================== parsing helpers
-
-
-def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
-    """'1-10', '1,2,5' or a mix ('1-3,7') -> the seeds in the order given, without repeats."""
-    seeds: list[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        try:
-            if "-" in part[1:]:
-                cut = part.index("-", 1)
-                lo, hi = int(part[:cut]), int(part[cut + 1:])
-                if hi < lo:
-                    raise UsageError(f"{flag} = {text!r}: range {part!r} runs backwards")
-                values = list(range(lo, hi + 1))
-            else:
-                values = [int(part)]
-        except ValueError:
-            raise UsageError(f"{flag} = {text!r}: expected seeds like 1-10 or 1,2,5") from None
-        seeds += [s for s in values if s not in seeds]
-    if len(seeds) > 100_000:
-        raise UsageError(f"{flag} = {text!r}: {len(seeds)} seeds is more than 100000")
-    return seeds
-
-
-def parse_grid(items: Sequence[str], flag: str = "--grid") -> dict[str, list[str]]:
-    """['placement=A,B', 'loadBalancerSheddingIntervalMinutes=1,5'] -> {key: [values]}, validated."""
-    grid: dict[str, list[str]] = {}
-    for item in items:
-        key, sep, values = str(item).partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"{flag} = {item!r}: expected key=v1,v2")
-        if key in grid:
-            raise UsageError(f"{flag} = {item!r}: {key} is given twice; list all its values once")
-        vals = [v.strip() for v in values.split(",")]
-        if not vals or any(v == "" for v in vals):
-            raise UsageError(f"{flag} = {item!r}: empty value; expected key=v1,v2")
-        grid[key] = list(dict.fromkeys(vals))
-    validate_grid(grid, flag=flag)
-    return grid
-
-
-def validate_grid(grid: dict[str, list[str]], flag: str = "grid") -> None:
-    """Every key is a Pulsar config key, `placement` or `shedder`; every value parses."""
-    import shedders
-    import strategies
-    from emulator.model.config import ConfigError, ServiceConfig
-
-    base = ServiceConfig()
-    for key, values in grid.items():
-        for v in values:
-            try:
-                if key == "placement":
-                    strategies.create(v, rng=random.Random(0))
-                elif key == "shedder":
-                    shedders.create(v, rng=random.Random(0))
-                else:
-                    base.with_overrides({key: v}, source=flag)
-            except ConfigError as e:
-                raise UsageError(str(e)) from None
-            except ValueError as e:
-                raise UsageError(f"{flag} {key} = {v!r}: {e}") from None
+__all__ = ["GRID_EXTRA_KEYS", "add_report_parser", "add_rollup_parser", "add_sweep_parser", "cmd_report",
+           "cmd_rollup", "cmd_sweep", "parse_grid", "parse_seeds", "validate_grid"]
 
 
 # ====================================================================== sub-parsers
@@ -98,13 +35,7 @@ def add_rollup_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("sweep", help="run a scenario over a config grid and seeds on Spark")
-    p.add_argument("scenario", metavar="SCENARIO", help="built-in scenario name or scenario TOML path")
-    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                   help="a Pulsar config key, placement or shedder, with its values; repeatable")
-    p.add_argument("--seeds", default="1", help="seeds, e.g. 1-10 or 1,2,5 (default 1)")
-    p.add_argument("--duration", default=None, help="emulated time per run (default: the scenario's)")
-    p.add_argument("--out", default="sweep", help="output folder: runs/ and rollup/ (default ./sweep)")
-    add_rollup_options(p)
+    add_sweep_arguments(p)
     p.set_defaults(func=cmd_sweep)
     return p
 
@@ -124,25 +55,18 @@ def cmd_rollup(args: argparse.Namespace) -> int:
     from emulator.pipeline.rollup import rollup
 
     options = options_from_args(args)
+    conf = conf_from_args(args)
     try:
-        result = rollup(args.run_dirs, args.out, master=args.master, options=options)
+        result = rollup(args.run_dirs, args.out, master=args.master, options=options, conf=conf)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return 0 if result.runs else 1
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from emulator.pipeline.sweep import sweep
+    from emulator.pipeline.sweep import sweep_from_args
 
-    if not args.grid:
-        raise UsageError("--grid: give at least one, e.g. --grid placement=LeastLongTermMessageRate,"
-                           "AvgShedder")
-    grid = parse_grid(args.grid)
-    seeds = parse_seeds(args.seeds)
-    duration = None if args.duration is None else parse_window(args.duration, flag="--duration")
-    result = sweep(args.scenario, grid, seeds, args.out, args.master, duration,
-                   options=options_from_args(args))
-    return 1 if result.failures else 0
+    return sweep_from_args(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -37,6 +37,14 @@ def comparison_rows(runs: Sequence[Mapping[str, Any]], kpis: Sequence[str]) -> l
     return out
 
 
+def comparison_fields(kpis: Sequence[str]) -> list[tuple[str, str]]:
+    """(column, type) of the comparison table: config, scenario, runs, seeds, then per KPI mean, ci95, n."""
+    fields = [("config", "string"), ("scenario", "string"), ("runs", "long"), ("seeds", "string")]
+    for k in kpis:
+        fields += [(f"{k}_mean", "double"), (f"{k}_ci95", "double"), (f"{k}_n", "long")]
+    return fields
+
+
 def comparison_frame(spark: "SparkSession", rows: Sequence[Mapping[str, Any]], kpis: Sequence[str]
                      ) -> "DataFrame":
     """The comparison rows as a DataFrame with an explicit schema (written beside the other tables)."""

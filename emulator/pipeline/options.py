@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
+from typing import Sequence
 
 import msgspec
 
@@ -18,7 +20,11 @@ from emulator.model.durations import parse_flag_duration
 from emulator.model.errors import UsageError
 from emulator.pipeline.session import DEFAULT_MASTER
 
-__all__ = ["RollupOptions", "add_rollup_options", "options_from_args", "parse_positive_float", "parse_window"]
+__all__ = ["GRID_EXTRA_KEYS", "RollupOptions", "add_rollup_options", "add_sweep_arguments", "conf_from_args",
+           "options_from_args", "parse_conf", "parse_grid", "parse_positive_float", "parse_seeds",
+           "parse_window", "validate_grid"]
+
+GRID_EXTRA_KEYS = ("placement", "shedder")
 
 
 class RollupOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,10 +57,24 @@ def parse_positive_float(text: str, flag: str) -> float:
     return value
 
 
+def parse_conf(items: list[str] | None, flag: str = "--conf") -> dict[str, str]:
+    """['spark.executor.memory=4g', ...] -> {key: value}, as spark-submit's --conf."""
+    conf: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} = {item!r}: expected key=value, e.g. {flag} spark.executor.memory=4g")
+        conf[key.strip()] = value
+    return conf
+
+
 def add_rollup_options(p: argparse.ArgumentParser, master_default: str | None = DEFAULT_MASTER) -> None:
-    """--master, --window, --balance-bound, --balance-minutes (rollup and sweep share them)."""
+    """--master, --conf, --window, --balance-bound, --balance-minutes (rollup and sweep share them)."""
     p.add_argument("--master", default=master_default,
                    help=f"Spark master (default {master_default or 'spark-submit decides'})")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as spark-submit's --conf; repeatable (Spark's Python is this "
+                        "interpreter unless PYSPARK_PYTHON or --conf spark.pyspark.python says otherwise)")
     p.add_argument("--window", default="10m", help="time window of the per-window table (default 10m)")
     p.add_argument("--balance-bound", default="10",
                    help="usage range (percentage points) under which the cluster counts as balanced "
@@ -63,7 +83,89 @@ def add_rollup_options(p: argparse.ArgumentParser, master_default: str | None = 
                    help="minutes the range must stay under the bound (default 5)")
 
 
+def conf_from_args(args: argparse.Namespace) -> dict[str, str]:
+    return parse_conf(getattr(args, "conf", None))
+
+
 def options_from_args(args: argparse.Namespace) -> RollupOptions:
     return RollupOptions(window=parse_window(args.window),
                          balance_bound=parse_positive_float(args.balance_bound, "--balance-bound"),
                          balance_minutes=parse_positive_float(args.balance_minutes, "--balance-minutes"))
+
+
+# ====================================================================== sweep flags
+
+
+def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
+    """'1-10', '1,2,5' or a mix ('1-3,7') -> the seeds in the order given, without repeats."""
+    seeds: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        try:
+            if "-" in part[1:]:
+                cut = part.index("-", 1)
+                lo, hi = int(part[:cut]), int(part[cut + 1:])
+                if hi < lo:
+                    raise UsageError(f"{flag} = {text!r}: range {part!r} runs backwards")
+                values = list(range(lo, hi + 1))
+            else:
+                values = [int(part)]
+        except ValueError:
+            raise UsageError(f"{flag} = {text!r}: expected seeds like 1-10 or 1,2,5") from None
+        seeds += [s for s in values if s not in seeds]
+    if len(seeds) > 100_000:
+        raise UsageError(f"{flag} = {text!r}: {len(seeds)} seeds is more than 100000")
+    return seeds
+
+
+def parse_grid(items: Sequence[str], flag: str = "--grid") -> dict[str, list[str]]:
+    """['placement=A,B', 'loadBalancerSheddingIntervalMinutes=1,5'] -> {key: [values]}, validated."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, values = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"{flag} = {item!r}: expected key=v1,v2")
+        if key in grid:
+            raise UsageError(f"{flag} = {item!r}: {key} is given twice; list all its values once")
+        vals = [v.strip() for v in values.split(",")]
+        if not vals or any(v == "" for v in vals):
+            raise UsageError(f"{flag} = {item!r}: empty value; expected key=v1,v2")
+        grid[key] = list(dict.fromkeys(vals))
+    validate_grid(grid, flag=flag)
+    return grid
+
+
+def validate_grid(grid: dict[str, list[str]], flag: str = "grid") -> None:
+    """Every key is a Pulsar config key, `placement` or `shedder`; every value parses."""
+    import shedders
+    import strategies
+    from emulator.model.config import ConfigError, ServiceConfig
+
+    base = ServiceConfig()
+    for key, values in grid.items():
+        for v in values:
+            try:
+                if key == "placement":
+                    strategies.create(v, rng=random.Random(0))
+                elif key == "shedder":
+                    shedders.create(v, rng=random.Random(0))
+                else:
+                    base.with_overrides({key: v}, source=flag)
+            except ConfigError as e:
+                raise UsageError(str(e)) from None
+            except ValueError as e:
+                raise UsageError(f"{flag} {key} = {v!r}: {e}") from None
+
+
+def add_sweep_arguments(p: argparse.ArgumentParser, master_default: str | None = DEFAULT_MASTER) -> None:
+    """The sweep's arguments (`pulsar-lb-emulator sweep` and `spark-submit sweep.py`)."""
+    p.add_argument("scenario", metavar="SCENARIO", help="built-in scenario name or scenario TOML path")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                   help="a Pulsar config key, placement or shedder, with its values; repeatable")
+    p.add_argument("--seeds", default="1", help="seeds, e.g. 1-10 or 1,2,5 (default 1)")
+    p.add_argument("--duration", default=None, help="emulated time per run (default: the scenario's)")
+    p.add_argument("--out", default="sweep",
+                   help="output folder: runs/ and rollup/ (default ./sweep); on a cluster, on storage "
+                        "every worker can read and write")
+    add_rollup_options(p, master_default=master_default)

@@ -153,7 +153,7 @@ def spark_schemas() -> dict[str, Any]:
         EVENTS_FILE: T.StructType([
             T.StructField("t", d), T.StructField("kind", s), T.StructField("event", s),
             T.StructField("client", s), T.StructField("handle", s), T.StructField("topic", s),
-            T.StructField("unavailable", d),
+            T.StructField("unavailable", d), T.StructField("since", d),
         ]),
         PUBLISH_FILE: T.StructType([
             T.StructField("topic", s), T.StructField("t", d), T.StructField("messages", d),

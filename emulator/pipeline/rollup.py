@@ -16,8 +16,9 @@ quantiles of the exact latency mixture the recorder computed, which Spark cannot
 coarse histogram buckets), `comparison` (per configuration: mean and 95 % confidence interval over
 seeds of every KPI; see `compare.py`).
 
-KPI definitions (the test recomputes each in plain Python)
-----------------------------------------------------------
+KPI definitions (the test recomputes each in plain Python; names and one-line definitions:
+emulator/model/kpi_registry.py and the README)
+------------------------------------------------------------------------------------
 Times are emulated seconds. t0 = run.json `emulated_start` (0 if absent); `span` = `emulated_end`, or,
 for a run that did not finish, the largest `t` in any of its files. A *tick* is a distinct `t` at which
 some broker has a `pulsar_lb_emulator_broker_max_usage` sample; a broker's *usage* at a tick is that
@@ -42,22 +43,27 @@ it (per run, then per window).
   brokers with a positive sum.
 * `unloads`: decisions.jsonl records with decision "unload" (the shedder's unloads that went through;
   admin unloads and split children are scenario input, not load-balancer behaviour); `splits`: records
-  "split" whose `ok` is not false. `unloads_per_hour` = unloads * 3600 / scope seconds (likewise
+  "split" whose `ok` is not false; `bundles_unloaded` and `bundles_split`: records "bundle_unloaded" and
+  "bundle_split" (every bundle closed or split by its owner, for any reason).
+  `unloads_per_hour` = unloads * 3600 / scope seconds (likewise
   splits). `repeat_unloads`: unloads of a bundle whose previous unload (any time earlier in the run) was
   at most loadBalancerSheddingGracePeriodMinutes (default 30) before it (`<=`: Pulsar keeps a bundle in
   recentlyUnloadedBundles until its time is strictly older than now - grace).
 * Counters, summed over all series of a name (labels compared as sorted key/value pairs):
   `bundle_moves` (pulsar_lb_emulator_bundle_moves_total), `lookups`
-  (pulsar_broker_lookup_answers_total), `lookup_redirects`, `lookup_failures`. A series' increase at a
+  (pulsar_broker_lookup_answers_total), `lookup_redirects`, `lookup_failures` (the brokers' counters),
+  `client_lookups`, `client_lookup_redirects`, `client_lookup_failures`
+  (pulsar_lb_emulator_client_lookup*_total: what the clients counted; the summary's lookups). A series' increase at a
   sample is value - previous value, or the value itself for its first sample (series start at 0) and
   after a drop (a reset, as Prometheus' increase()); each increase is counted in the scope of its sample.
 * Reconnects: events.jsonl `handle_reconnected`; latency = its `unavailable` field. `reconnects` = count,
   `reconnect_latency_{mean,p50,p99,max}` over the scope's reconnects (percentiles: exact, linear
   interpolation between closest ranks, as Spark's `percentile`).
-* Unavailable topic-seconds: a handle is down over [t - unavailable, t] for each reconnect, and from a
-  `handle_disconnected` to span when no reconnect of that (client, handle) came at or after it. A topic
-  is unavailable while at least one of its handles is down: the union of its handles' intervals
-  (touching intervals merge). Per scope and topic: length of that union inside [scope start, scope
+* Unavailable topic-seconds (`emulator/model/outages.py`, the one definition): a handle (client,
+  handle) is down from each `handle_disconnected` at t, or `handle_failed` at its `since`, to the first
+  `handle_reconnected` or `handle_closed` of that handle after it (in time, then file order), or to span.
+  A topic is unavailable while at least one of its handles is down: the union of its handles'
+  intervals (touching intervals merge). Per scope and topic: length of that union inside [scope start, scope
   end]. Over topics with a positive figure: `unavailable_topics` (count), `unavailable_topic_seconds`
   (sum), `unavailable_topic_seconds_{p50,p99,max}`. Topics never down are not in the recording, so the
   percentiles are over topics that had an outage.
@@ -79,22 +85,27 @@ it (per run, then per window).
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import re
+import shutil
 import sys
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import msgspec
 
 from emulator.observe.timeline import COUNTERS as _TIMELINE_COUNTERS
 from emulator.observe.timeline import RATE, THROUGHPUT, USAGE
 from emulator.model.errors import UsageError
-from emulator.pipeline.compare import comparison_frame, comparison_rows
-from emulator.pipeline.options import RollupOptions, add_rollup_options, options_from_args
+from emulator.pipeline.compare import comparison_fields, comparison_rows
+from emulator.pipeline.options import RollupOptions, add_rollup_options, conf_from_args, options_from_args
 from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
                                          load_runs, spark_schemas)
-from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, spark_session
+from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, launch_conf, sized_to, spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -102,14 +113,16 @@ if TYPE_CHECKING:
 # the series the KPIs read, named once (the expectations' timeline reads the same ones)
 COUNTERS: Mapping[str, str] = {k: v for k, v in _TIMELINE_COUNTERS.items() if not k.startswith("publish_")}
 RUN_SCOPE = -1  # the `window` value of the whole-run scope
+SAMPLE_NAMES: tuple[str, ...] = (USAGE, *RATE, *THROUGHPUT, *COUNTERS.values())
+"""The series the KPIs read; the roll-up parses no other sample line."""
 
 # Every KPI column, in table order; the comparison table averages these over seeds.
 KPI_COLUMNS: tuple[str, ...] = (
     "balance_max_over_mean", "balance_range", "balance_range_max", "balance_std", "balance_cv",
     "msg_rate_max_min_ratio", "throughput_max_min_ratio",
     "overloaded_broker_seconds", "overloaded_seconds_max", "overloaded_brokers",
-    "unloads", "unloads_per_hour", "repeat_unloads", "splits", "splits_per_hour",
-    *COUNTERS,
+    "unloads", "unloads_per_hour", "repeat_unloads", "bundles_unloaded", "splits", "splits_per_hour",
+    "bundles_split", *COUNTERS,
     "reconnects", "reconnect_latency_mean", "reconnect_latency_p50", "reconnect_latency_p99",
     "reconnect_latency_max",
     "unavailable_topics", "unavailable_topic_seconds", "unavailable_topic_seconds_p50",
@@ -119,8 +132,15 @@ KPI_COLUMNS: tuple[str, ...] = (
 )
 # KPIs that count things: 0, not undefined, when nothing happened in the scope.
 _ZERO_IF_ABSENT = ("overloaded_broker_seconds", "overloaded_seconds_max", "overloaded_brokers",
-                   "unloads", "repeat_unloads", "splits", *COUNTERS, "reconnects", "unavailable_topics",
-                   "unavailable_topic_seconds", "scenario_events", "events_never_balanced")
+                   "unloads", "repeat_unloads", "bundles_unloaded", "splits", "bundles_split", *COUNTERS,
+                   "reconnects", "unavailable_topics", "unavailable_topic_seconds", "scenario_events",
+                   "events_never_balanced")
+_DOUBLE_COUNTS = frozenset({"overloaded_broker_seconds", "overloaded_seconds_max", "unavailable_topic_seconds",
+                            *COUNTERS})
+_LONG_COLUMNS = frozenset({"seed", "ticks", "brokers", "overloaded_brokers", "unloads", "repeat_unloads",
+                           "bundles_unloaded", "splits", "bundles_split", "reconnects", "unavailable_topics",
+                           "scenario_events", "events_never_balanced"})
+_TEXT_COLUMNS = frozenset({"run_id", "scenario", "config", "placement", "shedder"})
 RUN_COLUMNS = ("run_id", "scenario", "seed", "config", "placement", "shedder", "complete",
                "span_seconds", "ticks", "brokers", *KPI_COLUMNS)
 WINDOW_COLUMNS = ("run_id", "config", "seed", "window", "window_start", "window_end", "window_seconds",
@@ -129,6 +149,19 @@ TABLES = ("runs", "windows", "brokers", "balance_events", "ticks", "broker_usage
           "comparison")
 PUBLISH_COLUMNS = ("run_id", "config", "seed", "scope", "topic", "messages", "failed", "failed_timeout",
                    "failed_queue_full", "failed_closed", "p50", "p99", "p999", "p9999")
+
+
+def _column_kinds(columns: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The Spark type of each column of the runs and windows tables."""
+    def kind(c: str) -> str:
+        if c in _TEXT_COLUMNS:
+            return "string"
+        if c == "complete":
+            return "boolean"
+        if c == "window":
+            return "int"
+        return "long" if c in _LONG_COLUMNS else "double"
+    return tuple((c, kind(c)) for c in columns)
 
 
 class RollupResult(msgspec.Struct, kw_only=True):
@@ -146,9 +179,10 @@ class RollupResult(msgspec.Struct, kw_only=True):
 # ====================================================================== reading
 
 
-def _run_id_col(F: Any) -> Any:
-    """The run folder's name from Spark's file URI ('%XX' decoded; '+' is a literal plus in a path)."""
-    name = F.regexp_extract(F.col("_metadata.file_path"), r"([^/]+)/[^/]+$", 1)
+def _run_id_col(F: Any, path: Any = None) -> Any:
+    """The run folder's name from Spark's file URI ('%XX' decoded; '+' is a literal plus in a path).
+    Two regular expressions per row: apply it after filters, or to a grouped path."""
+    name = F.regexp_extract(F.col("_metadata.file_path") if path is None else path, r"([^/]+)/[^/]+$", 1)
     return F.url_decode(F.regexp_replace(name, r"\+", "%2B"))
 
 
@@ -156,16 +190,54 @@ def _paths(runs: Sequence[Run], file: str) -> list[str]:
     return [str(Path(r.path) / file) for r in runs if (Path(r.path) / file).is_file()]
 
 
-def read_samples(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+def empty_frame(spark: "SparkSession", schema: Any) -> "DataFrame":
+    """No rows, with `schema`: made in the JVM (`createDataFrame` would start Python workers)."""
+    from pyspark.sql import functions as F
+
+    return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _name_pattern(names: Sequence[str]) -> str:
+    return '"(?:' + "|".join(re.escape(n) for n in sorted(names)) + ')"'
+
+
+def read_samples(spark: "SparkSession", runs: Sequence[Run], names: Sequence[str] | None = None
+                 ) -> "DataFrame":
+    """samples.jsonl of every run; with `names`, only the lines of those series are parsed (a text
+    match first: the JSON parser, with its map of labels, is most of a roll-up's reading time)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     schema = spark_schemas()[SAMPLES_FILE]
     paths = _paths(runs, SAMPLES_FILE)
     if not paths:
-        return spark.createDataFrame([], schema.add("run_id", T.StringType()))
-    df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
-    return df.filter(F.col("t").isNotNull() & F.col("name").isNotNull() & F.col("value").isNotNull())
+        return empty_frame(spark, schema.add("run_id", T.StringType()))
+    text = spark.read.text(paths)
+    if names is not None:
+        text = text.filter(F.col("value").rlike(_name_pattern(names)))
+    df = text.select(F.from_json("value", schema).alias("s"), _run_id_col(F).alias("run_id")) \
+        .select("s.*", "run_id")
+    df = df.filter(F.col("t").isNotNull() & F.col("name").isNotNull() & F.col("value").isNotNull())
+    return df if names is None else df.filter(F.col("name").isin(*names))
+
+
+def sample_stats(spark: "SparkSession", runs: Sequence[Run]) -> dict[str, tuple[int, float | None]]:
+    """Per run: lines in samples.jsonl, and for a run without `emulated_end` its largest `t` (one scan
+    of the text; `t` is parsed only when some run has no `emulated_end`)."""
+    from pyspark.sql import functions as F
+
+    paths = _paths(runs, SAMPLES_FILE)
+    if not paths:
+        return {}
+    open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
+    text = spark.read.text(paths).filter(F.length("value") > 0)
+    per_file = text.groupBy(F.col("_metadata.file_path").alias("path"))
+    t = F.get_json_object("value", "$.t").cast("double") if open_ended else F.lit(None).cast("double")
+    rows = per_file.agg(F.count(F.lit(1)).alias("n"), F.max(t).alias("t_max"))
+    out: dict[str, tuple[int, float | None]] = {}
+    for r in rows.select(_run_id_col(F, F.col("path")).alias("run_id"), "n", "t_max").collect():
+        out[r["run_id"]] = (int(r["n"]), r["t_max"])
+    return out
 
 
 def read_decisions(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
@@ -175,7 +247,7 @@ def read_decisions(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     schema = spark_schemas()[DECISIONS_FILE]
     paths = _paths(runs, DECISIONS_FILE)
     if not paths:
-        return spark.createDataFrame([], schema.add("run_id", T.StringType()))
+        return empty_frame(spark, schema.add("run_id", T.StringType()))
     df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
     return df.filter(F.col("t").isNotNull() & F.col("decision").isNotNull())
 
@@ -188,10 +260,12 @@ def read_events(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     schema = spark_schemas()[EVENTS_FILE]
     paths = _paths(runs, EVENTS_FILE)
     if not paths:
-        return spark.createDataFrame([], schema.add("raw", T.StringType()).add("run_id", T.StringType()))
+        return empty_frame(spark, schema.add("raw", T.StringType()).add("run_id", T.StringType())
+                           .add("seq", T.LongType()))
     text = spark.read.text(paths).withColumn("run_id", _run_id_col(F))
-    df = text.select(F.from_json("value", schema).alias("e"), F.col("value").alias("raw"), "run_id")
-    df = df.select("e.*", "raw", "run_id")
+    df = text.select(F.from_json("value", schema).alias("e"), F.col("value").alias("raw"), "run_id",
+                     F.monotonically_increasing_id().alias("seq"))   # file order, for ties in time
+    df = df.select("e.*", "raw", "run_id", "seq")
     return df.filter(F.col("t").isNotNull() & F.col("kind").isNotNull())
 
 
@@ -203,28 +277,67 @@ def read_publish(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     schema = spark_schemas()[PUBLISH_FILE]
     paths = _paths(runs, PUBLISH_FILE)
     if not paths:
-        return spark.createDataFrame([], schema.add("run_id", T.StringType()))
+        return empty_frame(spark, schema.add("run_id", T.StringType()))
     df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
     return df.filter(F.col("topic").isNotNull())
 
 
-def runs_frame(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
+class Frames(msgspec.Struct, kw_only=True):
+    """The four inputs of a roll-up as Spark frames in the recording's columns (`read_*` above): from
+    recording folders, or from another source that writes the same columns (`prometheus.py`)."""
+
+    samples: Any
+    decisions: Any
+    events: Any
+    publish: Any
+
+
+def meta_rows(runs: Sequence[Run], t_max: Mapping[str, float | None], window: float) -> list[dict[str, Any]]:
+    """Per run, in the driver: t0, span (emulated_end, else the last time seen, else t0) and the window
+    count max(1, ceil((span - t0) / window))."""
+    rows = []
+    for r in runs:
+        t0 = float(r.info.emulated_start)
+        end = None if r.info.emulated_end is None else float(r.info.emulated_end)
+        seen = t_max.get(r.run_id)
+        span = end if end is not None else (float(seen) if seen is not None else t0)
+        rows.append({"run_id": r.run_id, "run_dir": r.path, "scenario": r.info.scenario,
+                     "seed": r.info.seed, "config": r.config_label, "placement": r.info.placement,
+                     "shedder": r.info.shedder, "complete": r.info.complete, "t0": t0, "emulated_end": end,
+                     "overload_threshold": float(r.overload_threshold),
+                     "grace_seconds": float(r.grace_seconds), "span": span,
+                     "n_windows": max(1, math.ceil((span - t0) / window))})
+    return rows
+
+
+def scope_rows(meta: Sequence[Mapping[str, Any]], window: float) -> list[dict[str, Any]]:
+    """The whole run (window -1, [t0, span]) and windows k = 0..n-1: [t0 + k*W, min(t0 + (k+1)*W, span))."""
+    out = []
+    for m in meta:
+        t0, span = m["t0"], m["span"]
+        out.append({"run_id": m["run_id"], "window": RUN_SCOPE, "start": t0, "end": span, "span": span})
+        for k in range(m["n_windows"]):
+            out.append({"run_id": m["run_id"], "window": k, "start": t0 + k * window,
+                        "end": min(t0 + (k + 1) * window, span), "span": span})
+    return out
+
+
+def rows_frame(spark: "SparkSession", fields: Sequence[tuple[str, str]], rows: Sequence[Mapping[str, Any]],
+               staging: Path) -> "DataFrame":
+    """Rows the driver made (the runs, windows and comparison tables) as a Spark frame: written as JSON
+    lines under `staging` (inside --out, which every worker can read) and read back with an explicit
+    schema. `createDataFrame(list)` would start Python workers for it (9 s measured, cold)."""
     from pyspark.sql import types as T
 
-    schema = T.StructType([
-        T.StructField("run_id", T.StringType(), False), T.StructField("run_dir", T.StringType()),
-        T.StructField("scenario", T.StringType()), T.StructField("seed", T.LongType()),
-        T.StructField("config", T.StringType()), T.StructField("placement", T.StringType()),
-        T.StructField("shedder", T.StringType()), T.StructField("complete", T.BooleanType()),
-        T.StructField("t0", T.DoubleType()), T.StructField("emulated_end", T.DoubleType()),
-        T.StructField("overload_threshold", T.DoubleType()),
-        T.StructField("grace_seconds", T.DoubleType()),
-    ])
-    rows = [(r.run_id, r.path, r.info.scenario, r.info.seed, r.config_label, r.info.placement,
-             r.info.shedder, r.info.complete, float(r.info.emulated_start),
-             None if r.info.emulated_end is None else float(r.info.emulated_end),
-             float(r.overload_threshold), float(r.grace_seconds)) for r in runs]
-    return spark.createDataFrame(rows, schema)
+    kinds = {"string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
+             "double": T.DoubleType(), "boolean": T.BooleanType()}
+    schema = T.StructType([T.StructField(n, kinds[k]) for n, k in fields])
+    staging.mkdir(parents=True, exist_ok=True)
+    path = staging / f"{len(list(staging.iterdir()))}.jsonl"
+    with path.open("w") as f:
+        for r in rows:
+            f.write(json.dumps({n: r.get(n) for n, _ in fields}) + "\n")
+    return spark.read.schema(schema).option("allowNonNumericNumbers", True).json(str(path))
 
 
 # ====================================================================== the job
@@ -234,35 +347,56 @@ class _Job:
     """One roll-up over some runs: the frames it builds on, and one method per KPI family.
 
     Every fact carries (run_id, t); `_scoped` copies it into the whole-run scope (window = -1) and its
-    window, so each KPI is written once and grouped by (run_id, window)."""
+    window, so each KPI is written once and grouped by (run_id, window). The run metadata and the scopes
+    are small and known to the driver: they are local tables, broadcast to every join."""
 
-    def __init__(self, spark: "SparkSession", runs: Sequence[Run], options: RollupOptions) -> None:
+    def __init__(self, spark: "SparkSession", runs: Sequence[Run], options: RollupOptions,
+                 frames: "Frames | None" = None) -> None:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         self.F, self.Window, self.spark, self.o = F, Window, spark, options
         self._cached: list["DataFrame"] = []
-        self.samples = self._keep(read_samples(spark, runs))
-        self.decisions = self._keep(read_decisions(spark, runs))
-        self.events = self._keep(read_events(spark, runs))
-        self.publish = read_publish(spark, runs)
-        meta = runs_frame(spark, runs)
-        times = (self.samples.select("run_id", "t").unionByName(self.decisions.select("run_id", "t"))
-                 .unionByName(self.events.select("run_id", "t")).groupBy("run_id")
-                 .agg(F.max("t").alias("t_max")))
-        W = float(options.window)
-        meta = (meta.join(times, "run_id", "left")
-                .withColumn("span", F.coalesce("emulated_end", "t_max", F.col("t0")))
-                .withColumn("n_windows", F.greatest(F.lit(1), F.ceil((F.col("span") - F.col("t0")) / W)
-                                                    .cast("int"))))
-        self.meta = self._keep(meta)
-        windows = (self.meta.select("run_id", "span", "t0",
-                                    F.explode(F.sequence(F.lit(0), F.col("n_windows") - 1)).alias("window"))
-                   .withColumns({"start": F.col("t0") + F.col("window") * W,
-                                 "end": F.least(F.col("t0") + (F.col("window") + 1) * W, F.col("span"))}))
-        whole = self.meta.select("run_id", "span", F.lit(RUN_SCOPE).alias("window"),
-                                 F.col("t0").alias("start"), F.col("span").alias("end"))
-        self.scopes = self._keep(whole.unionByName(windows.select(*whole.columns)))
+        if frames is None:
+            frames = Frames(samples=read_samples(spark, runs, SAMPLE_NAMES),
+                            decisions=read_decisions(spark, runs), events=read_events(spark, runs),
+                            publish=read_publish(spark, runs))
+            stats = sample_stats(spark, runs)
+        else:
+            stats = {r["run_id"]: (r["n"], r["t_max"]) for r in frames.samples.groupBy("run_id").agg(
+                F.count("t").alias("n"), F.max("t").alias("t_max")).collect()}
+        self.samples = self._keep(frames.samples)
+        self.decisions = self._keep(frames.decisions)
+        self.events = self._keep(frames.events)
+        self.publish = frames.publish
+        self.sample_count = sum(n for n, _ in stats.values())
+        open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
+        t_max = {rid: t for rid, (_, t) in stats.items()}
+        if open_ended:   # a run that did not finish ends at the last time in any of its files
+            for df in (self.decisions, self.events):
+                for row in df.filter(F.col("run_id").isin(*open_ended)).groupBy("run_id") \
+                        .agg(F.max("t").alias("t")).collect():
+                    t_max[row["run_id"]] = max(t_max.get(row["run_id"]) or row["t"], row["t"])
+        self.meta_rows = meta_rows(runs, t_max, float(options.window))
+        self.scope_rows = scope_rows(self.meta_rows, float(options.window))
+
+    def meta(self, name: str) -> Any:
+        """The run's `name` (meta_rows) for each row's run_id: a literal map, so no join and no job."""
+        F = self.F
+        pairs = [x for m in self.meta_rows for x in (F.lit(m["run_id"]), F.lit(m[name]))]
+        return F.create_map(*pairs)[F.col("run_id")] if pairs else F.lit(None)
+
+    def scope_bounds(self) -> tuple[Any, Any]:
+        """(start, end) of each row's scope (its run and `window`), as expressions."""
+        F, W = self.F, float(self.o.window)
+        t0, span, w = self.meta("t0"), self.meta("span"), F.col("window")
+        start = F.when(w == RUN_SCOPE, t0).otherwise(t0 + w * W)
+        end = F.when(w == RUN_SCOPE, span).otherwise(F.least(t0 + (w + 1) * W, span))
+        return start, end
+
+    def with_config(self, df: "DataFrame") -> "DataFrame":
+        """The run's configuration label and seed beside its run_id."""
+        return df.withColumns({"config": self.meta("config"), "seed": self.meta("seed")})
 
     def _keep(self, df: "DataFrame") -> "DataFrame":
         """Cache a frame several tables read; `release()` frees them all."""
@@ -279,11 +413,8 @@ class _Job:
     def _scoped(self, df: "DataFrame", t: str = "t") -> "DataFrame":
         """Each row twice: in the run scope and in the window holding its time."""
         F, W = self.F, float(self.o.window)
-        n = self.meta.select("run_id", "n_windows", F.col("t0").alias("_t0"))
-        win = F.least(F.floor((F.col(t) - F.col("_t0")) / W).cast("int"), F.col("n_windows") - 1)
-        return (df.join(F.broadcast(n), "run_id")
-                .withColumn("window", F.explode(F.array(F.lit(RUN_SCOPE), F.greatest(F.lit(0), win))))
-                .drop("n_windows", "_t0"))
+        win = F.least(F.floor((F.col(t) - self.meta("t0")) / W).cast("int"), self.meta("n_windows") - 1)
+        return df.withColumn("window", F.explode(F.array(F.lit(RUN_SCOPE), F.greatest(F.lit(0), win))))
 
     # -------------------------------------------------------------- per-tick balance
 
@@ -334,14 +465,13 @@ class _Job:
 
     def per_broker(self, bu: "DataFrame", ticks: "DataFrame") -> "DataFrame":
         F, Window = self.F, self.Window
-        grid = ticks.select("run_id", "t").join(
-            F.broadcast(self.meta.select("run_id", "span", "overload_threshold")), "run_id")
-        grid = grid.withColumn("next_t", F.coalesce(
-            F.lead("t").over(Window.partitionBy("run_id").orderBy("t")), F.col("span")))
+        grid = ticks.select("run_id", "t").withColumn("next_t", F.coalesce(
+            F.lead("t").over(Window.partitionBy("run_id").orderBy("t")), self.meta("span")))
         u = bu.filter(F.col("usage").isNotNull()).select("run_id", "t", "broker", "usage") \
-            .join(grid, ["run_id", "t"])
-        u = self._scoped(u).join(F.broadcast(self.scopes.select("run_id", "window", "start", "end")),
-                                 ["run_id", "window"])
+            .join(grid, ["run_id", "t"]).withColumn("overload_threshold", self.meta("overload_threshold"))
+        u = self._scoped(u)
+        start, end = self.scope_bounds()
+        u = u.withColumns({"start": start, "end": end})
         dt = F.greatest(F.lit(0.0), F.least(F.col("next_t"), F.col("end")) - F.col("t"))
         order = Window.partitionBy("run_id", "window", "broker").orderBy("t")
         d = F.col("usage") - F.lag("usage").over(order)
@@ -381,16 +511,19 @@ class _Job:
     def decision_kpis(self) -> "DataFrame":
         F, Window = self.F, self.Window
         unloads = self.decisions.filter(F.col("decision") == "unload") \
-            .join(F.broadcast(self.meta.select("run_id", "grace_seconds")), "run_id")
+            .withColumn("grace_seconds", self.meta("grace_seconds"))
         prev = F.lag("t").over(Window.partitionBy("run_id", "bundle").orderBy("t"))
         unloads = unloads.withColumn("repeat", F.when(
             prev.isNotNull() & (F.col("t") - prev <= F.col("grace_seconds")), 1).otherwise(0))
         u = self._scoped(unloads).groupBy("run_id", "window").agg(
             F.count("t").alias("unloads"), F.sum("repeat").alias("repeat_unloads"))
-        splits = self.decisions.filter((F.col("decision") == "split")
-                                       & F.coalesce(F.col("ok"), F.lit(True)))
-        s = self._scoped(splits).groupBy("run_id", "window").agg(F.count("t").alias("splits"))
-        return u.join(s, ["run_id", "window"], "full")
+        split_ok = (F.col("decision") == "split") & F.coalesce(F.col("ok"), F.lit(True))
+        counts = self._scoped(self.decisions.filter(F.col("decision").isin(
+            "split", "bundle_unloaded", "bundle_split"))).groupBy("run_id", "window").agg(
+            F.sum(F.when(split_ok, 1).otherwise(0)).alias("splits"),
+            F.sum(F.when(F.col("decision") == "bundle_unloaded", 1).otherwise(0)).alias("bundles_unloaded"),
+            F.sum(F.when(F.col("decision") == "bundle_split", 1).otherwise(0)).alias("bundles_split"))
+        return u.join(counts, ["run_id", "window"], "full")
 
     def counter_kpis(self) -> "DataFrame":
         F, Window = self.F, self.Window
@@ -415,33 +548,34 @@ class _Job:
             F.max("unavailable").alias("reconnect_latency_max"))
 
     def topic_outages(self) -> "DataFrame":
-        """Per (run, scope, topic): seconds during which at least one of the topic's handles was down."""
+        """Per (run, scope, topic): seconds during which at least one of the topic's handles was down
+        (`emulator/model/outages.py`)."""
         F, Window = self.F, self.Window
-        ev = self.events
-        closed = ev.filter((F.col("kind") == "handle_reconnected") & F.col("unavailable").isNotNull()) \
-            .select("run_id", "topic", (F.col("t") - F.col("unavailable")).alias("s"), F.col("t").alias("e"))
-        key = ["run_id", "client", "handle", "topic"]
-        last_down = ev.filter(F.col("kind") == "handle_disconnected").groupBy(*key).agg(F.max("t").alias("d"))
-        last_up = ev.filter(F.col("kind") == "handle_reconnected").groupBy(*key).agg(F.max("t").alias("r"))
-        open_ = (last_down.join(last_up, key, "left").filter(F.col("r").isNull() | (F.col("r") < F.col("d")))
-                 .join(F.broadcast(self.meta.select("run_id", "span")), "run_id")
-                 .select("run_id", "topic", F.col("d").alias("s"), F.greatest("d", "span").alias("e")))
-        iv = closed.unionByName(open_).filter(F.col("topic").isNotNull())
+        kinds = ("handle_disconnected", "handle_failed", "handle_reconnected", "handle_closed")
+        ev = self.events.filter(F.col("kind").isin(*kinds) & F.col("topic").isNotNull())
+        start = F.when(F.col("kind") == "handle_disconnected", F.col("t")) \
+            .when(F.col("kind") == "handle_failed", F.coalesce("since", "t"))
+        is_end = F.col("kind").isin("handle_reconnected", "handle_closed")
+        after = Window.partitionBy("run_id", "client", "handle").orderBy("t", "seq") \
+            .rowsBetween(1, Window.unboundedFollowing)
+        iv = (ev.withColumns({"s": start, "e": F.min(F.when(is_end, F.col("t"))).over(after)})
+              .filter(F.col("s").isNotNull())
+              .select("run_id", "topic", "s",   # (greatest skips nulls: an open interval needs the when)
+                      F.when(F.col("e").isNull(), F.greatest(F.col("s"), self.meta("span")))
+                      .otherwise(F.greatest("s", "e")).alias("e")))
         order = Window.partitionBy("run_id", "topic").orderBy("s", "e")
         reach = F.max("e").over(order.rowsBetween(Window.unboundedPreceding, -1))
         iv = iv.withColumn("new", F.when(reach.isNull() | (F.col("s") > reach), 1).otherwise(0))
         iv = iv.withColumn("island", F.sum("new").over(order.rowsBetween(Window.unboundedPreceding, 0)))
         islands = iv.groupBy("run_id", "topic", "island").agg(F.min("s").alias("s"), F.max("e").alias("e"))
         W = float(self.o.window)
-        n = self.meta.select("run_id", "n_windows", "t0")
-        last = F.col("n_windows") - 1
-        first_w = F.least(F.greatest(F.floor((F.col("s") - F.col("t0")) / W).cast("int"), F.lit(0)), last)
-        last_w = F.least(F.greatest(F.floor((F.col("e") - F.col("t0")) / W).cast("int"), F.lit(0)), last)
-        spread = (islands.join(F.broadcast(n), "run_id")
-                  .withColumn("window", F.explode(F.concat(F.array(F.lit(RUN_SCOPE)),
-                                                           F.sequence(first_w, last_w))))
-                  .join(F.broadcast(self.scopes.select("run_id", "window", "start", "end")),
-                        ["run_id", "window"]))
+        t0, last = self.meta("t0"), self.meta("n_windows") - 1
+        first_w = F.least(F.greatest(F.floor((F.col("s") - t0) / W).cast("int"), F.lit(0)), last)
+        last_w = F.least(F.greatest(F.floor((F.col("e") - t0) / W).cast("int"), F.lit(0)), last)
+        spread = islands.withColumn("window", F.explode(F.concat(F.array(F.lit(RUN_SCOPE)),
+                                                                 F.sequence(first_w, last_w))))
+        start, end = self.scope_bounds()
+        spread = spread.withColumns({"start": start, "end": end})
         spread = spread.withColumn("seconds", F.greatest(
             F.lit(0.0), F.least("e", "end") - F.greatest("s", "start")))
         per_topic = spread.groupBy("run_id", "window", "topic").agg(
@@ -487,59 +621,86 @@ class _Job:
 
     # -------------------------------------------------------------- assembly
 
-    def tables(self) -> dict[str, "DataFrame"]:
+    def tables(self, pool: Executor | None = None) -> tuple[list[dict[str, Any]], dict[str, "DataFrame"]]:
+        """The run rows (collected; the window rows are left in `window_rows`) and the tables Spark
+        writes from its own frames (all but runs, windows and comparison).
+
+        The KPI families are aggregated by Spark to one row per (run, scope), collected (side by side
+        on `pool`) and joined in the driver: a runs-by-windows table is small, and one plan joining
+        seven aggregates cost seconds of planning and a broadcast job per join."""
         F = self.F
         bu = self._keep(self.broker_usage())
         ticks = self._keep(self.ticks(bu))
         per = self._keep(self.per_broker(bu, ticks))
         topics = self._keep(self.topic_outages())
         be = self._keep(self.balance_events(ticks))
-        scoped = self.scopes
-        for part in (self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
-                     self.reconnect_kpis(), self.outage_kpis(topics), self.balance_event_kpis(be)):
-            scoped = scoped.join(part, ["run_id", "window"], "left")
-        scoped = scoped.fillna(0, subset=["ticks", "brokers", *_ZERO_IF_ABSENT])
-        seconds = F.col("end") - F.col("start")
-        hours = F.when(seconds > 0, seconds / 3600.0)
-        scoped = (scoped.withColumns({"unloads_per_hour": F.col("unloads") / hours,
-                                      "splits_per_hour": F.col("splits") / hours, "window_seconds": seconds})
-                  .join(F.broadcast(self.meta.select("run_id", "scenario", "seed", "config", "placement",
-                                                     "shedder", "complete")), "run_id"))
-        scoped = self._keep(scoped)
-        runs = scoped.filter(F.col("window") == RUN_SCOPE).withColumnRenamed("span", "span_seconds") \
-            .select(*RUN_COLUMNS).orderBy("config", "seed", "run_id")
-        windows = scoped.filter(F.col("window") >= 0).withColumnRenamed("start", "window_start") \
-            .withColumnRenamed("end", "window_end").select(*WINDOW_COLUMNS).orderBy("run_id", "window")
-        cfg = F.broadcast(self.meta.select("run_id", "config", "seed"))
-        brokers = per.filter(F.col("window") == RUN_SCOPE).drop("window").join(cfg, "run_id").select(
+        parts = (self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
+                 self.reconnect_kpis(), self.outage_kpis(topics), self.balance_event_kpis(be))
+        collected = list((pool.map if pool is not None else map)(lambda df: df.collect(), parts))
+        run_rows, window_rows = self._assemble(collected)
+        self.window_rows = window_rows
+        cfg = self.with_config
+        brokers = cfg(per.filter(F.col("window") == RUN_SCOPE).drop("window")).select(
             "run_id", "config", "seed", "broker", "usage_mean", "usage_max", "overloaded_seconds",
             "uptv", "dntv", "runs", "tdtv", "tdtv_pct").orderBy("run_id", "broker")
-        return {
-            "runs": runs,
-            "windows": windows,
+        return run_rows, {
             "brokers": brokers,
-            "balance_events": be.join(cfg, "run_id").select(
+            "balance_events": cfg(be).select(
                 "run_id", "config", "seed", "seq", "t", "event", "detail", "balanced_at",
                 "time_to_balance").orderBy("run_id", "seq"),
-            "ticks": ticks.join(cfg, "run_id").select(
+            "ticks": cfg(ticks).select(
                 "run_id", "config", "seed", "t", "brokers", "usage_max", "usage_min", "usage_mean",
                 "usage_std", "usage_range", "usage_max_over_mean", "usage_cv", "msg_rate_ratio",
                 "throughput_ratio").orderBy("run_id", "t"),
-            "broker_usage": bu.join(cfg, "run_id").select(
+            "broker_usage": cfg(bu).select(
                 "run_id", "config", "seed", "t", "broker", "usage", "msg_rate", "throughput")
             .orderBy("run_id", "t", "broker"),
-            "topics": topics.filter(F.col("window") == RUN_SCOPE).join(cfg, "run_id").select(
+            "topics": cfg(topics.filter(F.col("window") == RUN_SCOPE)).select(
                 "run_id", "config", "seed", "topic", "unavailable_seconds").orderBy("run_id", "topic"),
-            "publish": self.publish_latency(cfg),
+            "publish": self.publish_latency(),
         }
 
-    def publish_latency(self, cfg: "DataFrame") -> "DataFrame":
+    def _assemble(self, parts: Sequence[Sequence[Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Scope rows + every family's columns; counts absent from a scope are 0; per-hour rates."""
+        by_scope: dict[tuple[str, int], dict[str, Any]] = {
+            (r["run_id"], r["window"]): dict(r) for r in self.scope_rows}
+        for part in parts:
+            for row in part:
+                d = row.asDict()
+                target = by_scope.get((d.pop("run_id"), d.pop("window")))
+                if target is not None:
+                    target.update(d)
+        meta = {m["run_id"]: m for m in self.meta_rows}
+        runs: list[dict[str, Any]] = []
+        windows: list[dict[str, Any]] = []
+        for (run_id, window), row in by_scope.items():
+            for k in ("ticks", "brokers", *_ZERO_IF_ABSENT):
+                if row.get(k) is None:
+                    row[k] = 0.0 if k in _DOUBLE_COUNTS else 0
+            seconds = row["end"] - row["start"]
+            hours = seconds / 3600.0 if seconds > 0 else None
+            m = meta[run_id]
+            row.update(unloads_per_hour=None if hours is None else row["unloads"] / hours,
+                       splits_per_hour=None if hours is None else row["splits"] / hours,
+                       window_seconds=seconds, scenario=m["scenario"], seed=m["seed"], config=m["config"],
+                       placement=m["placement"], shedder=m["shedder"], complete=m["complete"])
+            if window == RUN_SCOPE:
+                runs.append({k: row.get(k) for k in RUN_COLUMNS if k != "span_seconds"}
+                            | {"span_seconds": row["span"]})
+            else:
+                windows.append({k: row.get(k) for k in WINDOW_COLUMNS if k not in ("window_start", "window_end")}
+                               | {"window_start": row["start"], "window_end": row["end"]})
+        runs.sort(key=lambda r: (r["config"], r["seed"], r["run_id"]))
+        windows.sort(key=lambda r: (r["run_id"], r["window"]))
+        return [{k: r[k] for k in RUN_COLUMNS} for r in runs], [{k: r[k] for k in WINDOW_COLUMNS} for r in windows]
+
+    def publish_latency(self) -> "DataFrame":
         """publish.jsonl as it is: the run's cluster line (scope "cluster", topic null) and one line per
         topic (scope "topic"); `failed` = the three failure counts summed."""
         F = self.F
         p = self.publish
         cluster = F.col("topic") == ""
-        return (p.join(cfg, "run_id")
+        return (self.with_config(p)
                 .withColumns({"scope": F.when(cluster, "cluster").otherwise("topic"),
                               "topic": F.when(cluster, F.lit(None)).otherwise(F.col("topic")),
                               "failed": F.col("failed_timeout") + F.col("failed_queue_full")
@@ -547,56 +708,104 @@ class _Job:
                 .select(*PUBLISH_COLUMNS).orderBy("run_id", F.col("scope").asc(), "topic"))
 
 
-def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None
-            ) -> tuple[dict[str, "DataFrame"], "_Job"]:
-    """The roll-up's tables as lazy DataFrames (the comparison is built from the collected runs table,
-    see `rollup()`), and the job: `job.samples` (cached) and `job.release()` to free its cache."""
-    job = _Job(spark, runs, options or RollupOptions())
-    return job.tables(), job
+def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None,
+            frames: Frames | None = None) -> tuple[list[dict[str, Any]], dict[str, "DataFrame"], "_Job"]:
+    """The run rows and the roll-up's tables (the comparison is built from the run rows, see
+    `rollup()`), and the job: `job.samples` (cached) and `job.release()` to free its cache."""
+    job = _Job(spark, runs, options or RollupOptions(), frames)
+    run_rows, tables = job.tables()
+    return run_rows, tables, job
 
 
-def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path) -> None:
-    """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting)."""
+def driver_tables(spark: "SparkSession", run_rows: Sequence[Mapping[str, Any]],
+                  window_rows: Sequence[Mapping[str, Any]], cmp_rows: Sequence[Mapping[str, Any]],
+                  staging: Path) -> dict[str, "DataFrame"]:
+    """The runs, windows and comparison tables from the driver's rows."""
+    return {"runs": rows_frame(spark, _column_kinds(RUN_COLUMNS), run_rows, staging),
+            "windows": rows_frame(spark, _column_kinds(WINDOW_COLUMNS), window_rows, staging),
+            "comparison": rows_frame(spark, comparison_fields(KPI_COLUMNS), cmp_rows, staging)}
+
+
+def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: Executor | None = None) -> None:
+    """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting); the tables
+    side by side on `pool` (Spark runs jobs of several threads at once: the cores stay busy while the
+    driver plans the next table)."""
     out = Path(out_dir)
-    for name, df in tables.items():
+
+    def write(name: str, df: "DataFrame") -> None:
         df = df.cache()  # computed once for both formats
         df.write.mode("overwrite").parquet(str(out / "parquet" / name))
         (df.coalesce(1).write.mode("overwrite").option("header", True).option("escape", '"')
          .option("nullValue", "").csv(str(out / "csv" / name)))
         df.unpersist()
 
+    if pool is None:
+        for name, df in tables.items():
+            write(name, df)
+    else:
+        for f in [pool.submit(write, name, df) for name, df in tables.items()]:
+            f.result()
+
+
+def input_bytes(runs: Sequence[Run]) -> int:
+    """Bytes of the recorded files a roll-up reads (what Spark is sized to)."""
+    total = 0
+    for r in runs:
+        for name in (SAMPLES_FILE, DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE):
+            path = Path(r.path) / name
+            total += path.stat().st_size if path.is_file() else 0
+    return total
+
 
 # ====================================================================== entry points
+
+THREADS = 4
+"""Spark jobs the driver keeps in flight at once (collects, table writes)."""
 
 
 def rollup(run_dirs: Sequence[str | Path], out_dir: str | Path, *, master: str | None = DEFAULT_MASTER,
            spark: "SparkSession | None" = None, options: RollupOptions | None = None,
-           labels: Mapping[str, str] | None = None, show: bool = True) -> RollupResult:
+           labels: Mapping[str, str] | None = None, show: bool = True,
+           conf: Mapping[str, str] | None = None) -> RollupResult:
     """Roll up recorded runs into `out_dir`; print the console table when `show`.
 
     With `spark` given, or a session already active, that session is used and left running; otherwise
-    one is started on `master` and stopped at the end. `labels` (run folder -> configuration label)
-    override run.json's grid."""
+    one is started on `master` (with `conf`, Spark settings) and stopped at the end. `labels` (run
+    folder -> configuration label) override run.json's grid."""
+    runs = load_runs(run_dirs, labels)
+    return rollup_runs(runs, out_dir, master=master, spark=spark, options=options, show=show, conf=conf,
+                       size=input_bytes(runs))
+
+
+def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None = DEFAULT_MASTER,
+                spark: "SparkSession | None" = None, options: RollupOptions | None = None,
+                show: bool = True, conf: Mapping[str, str] | None = None, size: int | None = None,
+                frames: Callable[["SparkSession"], Frames] | None = None) -> RollupResult:
+    """`rollup()` of described runs; `frames(spark)` gives their inputs when they are not recording
+    folders (`prometheus.py`). `size`: input bytes, to size Spark to."""
     started = time.perf_counter()
     options = options or RollupOptions()
     if not isinstance(options, RollupOptions):
         raise TypeError(f"options = {options!r}: expected a RollupOptions")
-    runs = load_runs(run_dirs, labels)
     if not isinstance(out_dir, (str, Path)) or not str(out_dir):
         raise ValueError(f"out_dir = {out_dir!r}: expected a folder path")
     with ExitStack() as stack:
-        session = spark if spark is not None else stack.enter_context(spark_session(master))
         if spark is None:
+            spark = stack.enter_context(spark_session(master, conf={**launch_conf(master, size), **(conf or {})}))
             started = time.perf_counter()  # the figure is "after session start"
-        tables, job = compute(session, runs, options)
-        run_rows = [r.asDict() for r in tables["runs"].collect()]
+        stack.enter_context(sized_to(spark, size))
+        pool = stack.enter_context(ThreadPoolExecutor(THREADS, thread_name_prefix="rollup"))
+        job = _Job(spark, runs, options, frames(spark) if frames is not None else None)
+        stack.callback(job.release)
+        run_rows, tables = job.tables(pool)
         cmp_rows = comparison_rows(run_rows, KPI_COLUMNS)
-        tables["comparison"] = comparison_frame(session, cmp_rows, KPI_COLUMNS)
-        write_tables(tables, out_dir)
-        n_samples = job.samples.count()
+        staging = Path(out_dir) / "_staging"
+        stack.callback(shutil.rmtree, staging, True)
+        tables = {**driver_tables(spark, run_rows, job.window_rows, cmp_rows, staging), **tables}
+        write_tables(tables, out_dir, pool)
+        n_samples = job.sample_count
         wall = time.perf_counter() - started
-        rss = jvm_peak_rss_bytes(session)
-        job.release()
+        rss = jvm_peak_rss_bytes(spark)
     result = RollupResult(out_dir=str(out_dir), runs=run_rows, comparison=cmp_rows, samples=n_samples,
                           wall_seconds=wall, samples_per_second=n_samples / wall if wall > 0 else 0.0,
                           jvm_peak_rss_bytes=rss)
@@ -626,7 +835,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`spark-submit rollup.py RUN_DIR... --out DIR`: no master unless given, so spark-submit decides."""
     args = build_arg_parser().parse_args(argv)
     try:
-        rollup(args.run_dirs, args.out, master=args.master, options=options_from_args(args))
+        rollup(args.run_dirs, args.out, master=args.master, options=options_from_args(args),
+               conf=conf_from_args(args))
     except (UsageError, ValueError) as e:
         sys.stderr.write(f"rollup: error: {e}\n")
         return 2

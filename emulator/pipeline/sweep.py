@@ -2,6 +2,7 @@
 
     pulsar-lb-emulator sweep heterogeneous-brokers --grid placement=LeastLongTermMessageRate,AvgShedder \\
         --grid shedder=ThresholdShedder,AvgShedder --seeds 1-5 [--master spark://...]
+    spark-submit emulator/pipeline/sweep.py heterogeneous-brokers --grid ... --out /shared/sweep
 
 Each task calls `emulator.runner.run_recorded(scenario, overrides, seed, <out>/runs, duration)` inside the
 executor, which records one run into a new folder and returns its path. The driver then rolls all the
@@ -15,8 +16,10 @@ listed (configuration, seed and the error's last line) and returned.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import itertools
+import sys
 import time
 import traceback
 from contextlib import ExitStack
@@ -25,6 +28,9 @@ from typing import Any, Callable, Mapping, Sequence, Union
 
 import msgspec
 
+from emulator.model.errors import UsageError
+from emulator.pipeline.options import (add_sweep_arguments, conf_from_args, options_from_args, parse_grid,
+                                       parse_seeds, parse_window)
 from emulator.pipeline.recording import config_label
 from emulator.pipeline.rollup import RollupOptions, RollupResult, rollup
 from emulator.pipeline.session import DEFAULT_MASTER, spark_session
@@ -83,13 +89,13 @@ def _run_task(task: tuple[int, str, dict[str, str], int, str, float | None, Runn
 def sweep(scenario: str, grid: Mapping[str, Sequence[str]], seeds: Sequence[int], out_dir: str | Path,
           master: str | None = DEFAULT_MASTER, duration: float | None = None, *,
           runner: Runner = DEFAULT_RUNNER, options: RollupOptions | None = None,
-          show: bool = True, spark: Any = None) -> SweepResult:
+          show: bool = True, spark: Any = None, conf: Mapping[str, str] | None = None) -> SweepResult:
     """Run every (grid point, seed) as one Spark task, then roll up all the runs.
 
     Runs go to `<out_dir>/runs/`, the roll-up to `<out_dir>/rollup/`. `runner` replaces
     `emulator.runner.run_recorded` (same signature) for tests and dry runs. With `spark` given, or a
     session already active, that session is used and left running; otherwise one is started on
-    `master` and stopped."""
+    `master` with `conf` (Spark settings) and stopped."""
     if not isinstance(scenario, str) or not scenario:
         raise ValueError(f"scenario = {scenario!r}: expected a scenario name or TOML path")
     points = expand_grid(grid)
@@ -107,7 +113,7 @@ def sweep(scenario: str, grid: Mapping[str, Sequence[str]], seeds: Sequence[int]
     task_label = {i: (labels[i // len(seeds)], seeds[i % len(seeds)]) for i in range(len(tasks))}
 
     with ExitStack() as stack:
-        session = spark if spark is not None else stack.enter_context(spark_session(master))
+        session = spark if spark is not None else stack.enter_context(spark_session(master, conf=conf))
         started = time.perf_counter()
         results = session.sparkContext.parallelize(tasks, len(tasks)).map(_run_task).collect()
         tasks_wall = time.perf_counter() - started
@@ -132,3 +138,36 @@ def sweep(scenario: str, grid: Mapping[str, Sequence[str]], seeds: Sequence[int]
             print(f"  FAILED {f.config} seed {f.seed}: {f.error}")
     return SweepResult(out_dir=str(out), run_dirs=run_dirs, failures=failures, rollup=result_rollup,
                        tasks_wall_seconds=tasks_wall)
+
+
+def sweep_from_args(args: argparse.Namespace) -> int:
+    """The parsed sweep flags -> sweep(); exit code 1 if a task failed."""
+    if not args.grid:
+        raise UsageError("--grid: give at least one, e.g. --grid placement=LeastLongTermMessageRate,"
+                         "AvgShedder")
+    grid = parse_grid(args.grid)
+    seeds = parse_seeds(args.seeds)
+    duration = None if args.duration is None else parse_window(args.duration, flag="--duration")
+    result = sweep(args.scenario, grid, seeds, args.out, args.master, duration,
+                   options=options_from_args(args), conf=conf_from_args(args))
+    return 1 if result.failures else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`spark-submit sweep.py SCENARIO --grid ... --out DIR`: no master unless given, so spark-submit
+    decides; `--out` must be on storage every executor can write and the driver can read."""
+    p = argparse.ArgumentParser(prog="sweep.py", description="Run a scenario over a config grid and "
+                                "seeds as Spark tasks, then roll the runs up.")
+    add_sweep_arguments(p, master_default=None)
+    args = p.parse_args(argv)
+    try:
+        return sweep_from_args(args)
+    except (UsageError, ValueError) as e:
+        sys.stderr.write(f"sweep: error: {e}\n")
+        return 2
+
+
+if __name__ == "__main__":  # spark-submit .../sweep.py: run the installed module, not a __main__ copy
+    from emulator.pipeline.sweep import main as _installed_main
+
+    sys.exit(_installed_main())

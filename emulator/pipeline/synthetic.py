@@ -51,6 +51,7 @@ def write_synthetic_run(run_dir: str | Path, *, scenario: str = "synthetic", see
     gone = (ticks[n_ticks // 3], ticks[n_ticks // 2])  # the last broker is away in between
     usage = {b: 20.0 + 60.0 * rng.random() for b in names}
     counters = {(c, b): 0.0 for c in _COUNTERS for b in names}
+    client_lookups = 0.0
     bundles = [f"public/default/0x{i * 0x10000000:08x}_0x{(i + 1) * 0x10000000:08x}" for i in range(6)]
     config = {"loadBalancerBrokerOverloadedThresholdPercentage": "80",
               "loadBalancerSheddingGracePeriodMinutes": "5", **overrides}
@@ -91,6 +92,9 @@ def write_synthetic_run(run_dir: str | Path, *, scenario: str = "synthetic", see
                                           "labels": labels, "value": 1.7e9}))
         samples.append(_line({"t": t, "name": "pulsar_lb_emulator_time_seconds",
                               "labels": {"cluster": CLUSTER}, "value": t}))
+        client_lookups += float(rng.choice((0, 1, 3)))
+        samples.append(_line({"t": t, "name": "pulsar_lb_emulator_client_lookups_total",
+                              "labels": {"cluster": CLUSTER}, "value": client_lookups}))
 
     decisions: list[str] = []
     t = 0.0
@@ -161,7 +165,15 @@ def write_synthetic_run(run_dir: str | Path, *, scenario: str = "synthetic", see
                                            "reason": "broker crashed"})))
     events.append((duration * 0.5, _line({"t": round(duration * 0.5, 3), "kind": "handle_failed",
                                           "client": "client-1", "topic": topics[1], "handle": handle + 1,
-                                          "reason": "lookup failed"})))
+                                          "reason": "lookup failed",
+                                          "since": round(duration * 0.5 - 30.0, 3)})))
+    # one handle is closed by its application while it is down: its outage ends there
+    events.append((duration * 0.3, _line({"t": round(duration * 0.3, 3), "kind": "handle_disconnected",
+                                          "client": "client-2", "topic": topics[2], "handle": handle + 2,
+                                          "reason": "bundle unloaded"})))
+    events.append((duration * 0.32, _line({"t": round(duration * 0.32, 3), "kind": "handle_closed",
+                                           "client": "client-2", "topic": topics[2], "handle": handle + 2,
+                                           "reason": "consumer jitter"})))
     events.sort(key=lambda e: e[0])
 
     (out / SAMPLES_FILE).write_text("".join(samples))

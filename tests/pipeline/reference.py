@@ -17,7 +17,10 @@ THROUGHPUT = ("pulsar_broker_throughput_in", "pulsar_broker_throughput_out")
 COUNTERS = {"pulsar_lb_emulator_bundle_moves_total": "bundle_moves",
             "pulsar_broker_lookup_answers_total": "lookups",
             "pulsar_broker_lookup_redirects_total": "lookup_redirects",
-            "pulsar_broker_lookup_failures_total": "lookup_failures"}
+            "pulsar_broker_lookup_failures_total": "lookup_failures",
+            "pulsar_lb_emulator_client_lookups_total": "client_lookups",
+            "pulsar_lb_emulator_client_lookup_redirects_total": "client_lookup_redirects",
+            "pulsar_lb_emulator_client_lookup_failures_total": "client_lookup_failures"}
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -146,7 +149,7 @@ def reference(run_dir: str | Path, window: float, bound: float, minutes: float) 
 
     # ---- decisions
     for s in bounds:
-        k[s].update(unloads=0, repeat_unloads=0, splits=0)
+        k[s].update(unloads=0, repeat_unloads=0, splits=0, bundles_unloaded=0, bundles_split=0)
     last_unload: dict[str, float] = {}
     for d in sorted((d for d in decisions if d["decision"] == "unload"), key=lambda d: d["t"]):
         repeat = d["bundle"] in last_unload and d["t"] - last_unload[d["bundle"]] <= grace
@@ -158,6 +161,9 @@ def reference(run_dir: str | Path, window: float, bound: float, minutes: float) 
         if d["decision"] == "split" and d.get("ok") is not False:
             for s in scopes_of(d["t"]):
                 k[s]["splits"] += 1
+        if d["decision"] in ("bundle_unloaded", "bundle_split"):
+            for s in scopes_of(d["t"]):
+                k[s]["bundles_unloaded" if d["decision"] == "bundle_unloaded" else "bundles_split"] += 1
     for s, (start, end) in bounds.items():
         hours = (end - start) / 3600
         k[s]["unloads_per_hour"] = k[s]["unloads"] / hours if hours > 0 else None
@@ -188,20 +194,25 @@ def reference(run_dir: str | Path, window: float, bound: float, minutes: float) 
                     reconnect_latency_max=max(lat, default=None))
 
     # ---- unavailable topic-seconds
+    # a handle is down from a disconnect (or a failed creation's `since`) to its next reconnect or
+    # close, or the end; a topic is down while any of its handles is
     intervals: dict[str, list[tuple[float, float]]] = {}
-    for e in reco:
-        intervals.setdefault(e["topic"], []).append((e["t"] - e["unavailable"], e["t"]))
-    downs: dict[tuple, float] = {}
-    ups: dict[tuple, float] = {}
-    for e in events:
-        key = (e.get("client"), None if e.get("handle") is None else str(e["handle"]), e.get("topic"))
-        if e["kind"] == "handle_disconnected":
-            downs[key] = max(downs.get(key, -math.inf), e["t"])
-        elif e["kind"] == "handle_reconnected":
-            ups[key] = max(ups.get(key, -math.inf), e["t"])
-    for key, d in downs.items():
-        if key not in ups or ups[key] < d:
-            intervals.setdefault(key[2], []).append((d, max(d, span)))
+    per_handle: dict[tuple, list[dict[str, Any]]] = {}
+    for e in events:   # file order breaks ties in time
+        if e["kind"] in ("handle_disconnected", "handle_failed", "handle_reconnected", "handle_closed") \
+                and e.get("topic") is not None:
+            per_handle.setdefault((e.get("client"), str(e.get("handle"))), []).append(e)
+    for evs in per_handle.values():
+        evs = sorted(evs, key=lambda e: e["t"])
+        for i, e in enumerate(evs):
+            if e["kind"] == "handle_disconnected":
+                s0 = e["t"]
+            elif e["kind"] == "handle_failed":
+                s0 = e.get("since", e["t"])
+            else:
+                continue
+            ends = [x["t"] for x in evs[i + 1:] if x["kind"] in ("handle_reconnected", "handle_closed")]
+            intervals.setdefault(e["topic"], []).append((s0, max(s0, ends[0]) if ends else max(s0, span)))
     islands: dict[str, list[list[float]]] = {}
     for topic, ivs in intervals.items():
         merged: list[list[float]] = []
