@@ -53,7 +53,7 @@ from . import paths
 from .bundle_owner import BundleOwner
 from .decoded import DecodeCache
 from .events import (
-    Assignment,
+    assignment_event,
     BrokerCrashed,
     BrokerStarted,
     BrokerStartFailed,
@@ -633,8 +633,8 @@ class Broker(Actor):
         except UserCodeError as fault:
             user_faults.report(self.events, self.log, fault, outcome="lookup failed", bundle=bundle)
             raise
-        self.events.emit(Assignment(bundle=bundle, broker=broker, leader=self.broker_id, local=True,
-                                    trace=trace))
+        self.events.emit(assignment_event(bundle=bundle, broker=broker, leader=self.broker_id, local=True,
+                                          trace=trace))
         return broker
 
     # ================================================================== ownership

@@ -62,6 +62,7 @@ from prometheus_client.utils import floatToGoString
 
 from emulator.cluster.events import (
     Assignment,
+    AssignmentRepeated,
     BrokerCrashed,
     BrokerStopped,
     BundleOwned,
@@ -168,6 +169,7 @@ class _Tally:
             Unload: self._on_unload,
             Split: self._on_split,
             Assignment: self._on_assignment,
+            AssignmentRepeated: self._on_assignment,   # a call answered by the preallocation
             BundleOwned: self._on_bundle_owned,
             BundleUnloaded: self._on_bundle_unloaded,
             BrokerCrashed: self._on_broker_gone,
@@ -216,8 +218,8 @@ class _Tally:
         if event.ok:
             self.splits += 1
 
-    def _on_assignment(self, event: Assignment) -> None:
-        if event.affinity:   # the unload destination answered: no selectBrokerForAssignment
+    def _on_assignment(self, event: Assignment | AssignmentRepeated) -> None:
+        if getattr(event, "affinity", False):   # the unload destination answered: no selectBrokerForAssignment
             return
         decider = event.leader
         self.assignments[decider] = self.assignments.get(decider, 0) + 1
