@@ -194,6 +194,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _iso_ms(ms: int) -> str:
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _record_folder(parent: str, scenario: str, seed: int, grid: dict[str, str]) -> Path:
     """A fresh, deterministic folder name under `parent` for this run."""
     stem = Path(scenario).stem if scenario.endswith(".toml") else scenario
@@ -224,6 +231,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
     from emulator.observe.summary_json import summary_object, whole_run_kpis, write_summary_json
     from emulator.testing import emulated_cluster
+    from emulator.workload.schema import start_epoch_ms
     from emulator.workload.session import start_scenario
 
     seed = scenario.seed if opts.seed is None else opts.seed
@@ -263,6 +271,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             "grid": dict(opts.grid), "clock": opts.clock,
             "speed": opts.speed if opts.clock == "wall" else 0.0,
             "duration": duration, "versions": _versions(), "record_interval": opts.record_interval,
+            # the calendar time of t = 0: load reports' lastUpdate is it plus emulated time
+            "start_epoch_ms": start_epoch_ms(scenario),
+            "start": _iso_ms(start_epoch_ms(scenario)),
         }
         async with observe(cluster, metrics_port=opts.metrics_port, metrics_host=opts.metrics_host,
                            record_dir=record_path, record_interval=opts.record_interval,

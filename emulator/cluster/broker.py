@@ -42,12 +42,13 @@ from emulator.model.bundles import (
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
     LocalBrokerData,
+    default_advertised_listeners,
     NamespaceBundleStats,
     TimeAverageBrokerData,
     need_broker_data_update,
 )
 from emulator.model.policies import LocalPolicies
-from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
+from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply, epoch_ms
 
 from . import paths
 from .bundle_owner import BundleOwner
@@ -238,6 +239,7 @@ class Broker(Actor):
             web_service_url=self.web_url,
             pulsar_service_url=self.service_url,
             load_manager_class_name=conf.load_manager_class_name,
+            advertised_listeners=default_advertised_listeners(self.service_url),
         )
         self._last_data: LocalBrokerData | None = None
         self._report_version = -1
@@ -287,7 +289,7 @@ class Broker(Actor):
     async def _register(self) -> None:
         """ModularLoadManagerImpl.start(): lock /loadbalance/brokers/<id> with the first report."""
         self._update_local_data()
-        self.local_data.last_update = self.system.clock.now_ms()
+        self.local_data.last_update = epoch_ms(self.system.clock)   # System.currentTimeMillis()
         stat = await self.md.acquire_lock(paths.broker_path(self.broker_id), self._encode_report())
         self._report_version = stat.version
         self._last_data = msgspec.structs.replace(self.local_data)
@@ -1229,7 +1231,7 @@ class Broker(Actor):
         if not self.registered:
             return False
         self._update_local_data()
-        now_ms = self.system.clock.now_ms()
+        now_ms = epoch_ms(self.system.clock)
         last = self._last_data
         if not force and last is not None and not need_broker_data_update(
             last, self.local_data, self.conf, now_ms

@@ -60,6 +60,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
 
+from emulator.runtime import DEFAULT_START_EPOCH_MS
 from emulator.cluster.events import (
     Assignment,
     AssignmentRepeated,
@@ -196,8 +197,10 @@ class _Tally:
         `unloadBrokerCount += brokers unloaded from`); also the age of each report the shedder read."""
         self._cycle_brokers = set()
         now = event.t
+        # lastUpdate is calendar time (runtime.epoch_ms)
+        start = getattr(self.cluster.system.clock, "start_epoch_ms", DEFAULT_START_EPOCH_MS)
         for last_update in self._leader_report_times():
-            self.report_age.observe(max(0.0, now - last_update / 1000.0))
+            self.report_age.observe(max(0.0, now - (last_update - start) / 1000.0))
 
     def _leader_report_times(self) -> list[int]:
         leader = self.cluster.leader()
