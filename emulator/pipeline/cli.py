@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from typing import Any, Sequence
 
 from emulator.model.errors import UsageError
@@ -91,6 +92,7 @@ def add_rollup_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("rollup", help="roll recorded runs up into KPI tables (PySpark)")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="recording folders")
     p.add_argument("--out", default="rollup", help="output folder (default ./rollup)")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     add_rollup_options(p)
     p.set_defaults(func=cmd_rollup)
     return p
@@ -104,20 +106,36 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seeds", default="1", help="seeds, e.g. 1-10 or 1,2,5 (default 1)")
     p.add_argument("--duration", default=None, help="emulated time per run (default: the scenario's)")
     p.add_argument("--out", default="sweep", help="output folder: runs/ and rollup/ (default ./sweep)")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     add_rollup_options(p)
     p.set_defaults(func=cmd_sweep)
     return p
 
 
 def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("report", help="PNG plots and an HTML page from a roll-up folder")
-    p.add_argument("rollup_dir", metavar="ROLLUP_DIR", help="output folder of rollup or sweep")
-    p.add_argument("--out", default=None, help="report folder (default ROLLUP_DIR/report)")
+    p = subparsers.add_parser("report", help="PNG plots and an HTML page from a roll-up or sweep folder")
+    p.add_argument("rollup_dir", metavar="DIR", help="the --out folder of rollup or of sweep")
+    p.add_argument("--out", default=None, help="report folder (default DIR/report)")
     p.set_defaults(func=cmd_report)
     return p
 
 
 # ====================================================================== handlers
+
+QUIET_HELP = ("no progress on stderr (Spark tasks done of those planned, rate and ETA: a bar on a "
+              "terminal, a line every 10 s otherwise)")
+
+
+def _progress(what: str, args: argparse.Namespace) -> Any:
+    """A progress bar of Spark's tasks on stderr, unless --quiet."""
+    import contextlib
+
+    from emulator.observe.progress import ProgressBar
+    from emulator.pipeline.progress import SparkTasks
+
+    if getattr(args, "quiet", False):
+        return contextlib.nullcontext()
+    return ProgressBar(what, poll=SparkTasks(), unit="tasks", stream=sys.stderr)
 
 
 def cmd_rollup(args: argparse.Namespace) -> int:
@@ -125,7 +143,8 @@ def cmd_rollup(args: argparse.Namespace) -> int:
 
     options = options_from_args(args)
     try:
-        result = rollup(args.run_dirs, args.out, master=args.master, options=options)
+        with _progress("rollup", args):
+            result = rollup(args.run_dirs, args.out, master=args.master, options=options)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return 0 if result.runs else 1
@@ -140,8 +159,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid)
     seeds = parse_seeds(args.seeds)
     duration = None if args.duration is None else parse_window(args.duration, flag="--duration")
-    result = sweep(args.scenario, grid, seeds, args.out, args.master, duration,
-                   options=options_from_args(args))
+    with _progress(f"sweep {args.scenario}", args):
+        result = sweep(args.scenario, grid, seeds, args.out, args.master, duration,
+                       options=options_from_args(args))
     return 1 if result.failures else 0
 
 
