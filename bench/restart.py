@@ -13,6 +13,7 @@ ownership node: once a second it would cost more than the cluster itself).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ from emulator.cluster.events import (
     HandleReconnected,
 )
 from emulator.cluster.messages import HandleKind
+from emulator.observe.attach import observe
+from emulator.observe.decision_log import DEFAULT_LEVEL
 from emulator.runtime import VirtualClock, run
 from emulator.testing import emulated_cluster
 
@@ -60,7 +63,10 @@ class _Connected:
 
 async def restart_case(*, brokers: int, namespaces: int, bundles_per_ns: int, clients: int,
                        producers_per_client: int, restart_window: float, duration: float,
-                       seed: int) -> dict[str, Any]:
+                       seed: int, record_dir: str | None = None,
+                       record_decisions: str = DEFAULT_LEVEL) -> dict[str, Any]:
+    """The case; with `record_dir`, recorded there as `run --record` does (metrics, samples every
+    10 emulated s, decisions at `record_decisions`, events)."""
     wall0 = time.perf_counter()
     ns = [f"public/ns-{i}" for i in range(namespaces)]
     total = clients * producers_per_client
@@ -71,50 +77,62 @@ async def restart_case(*, brokers: int, namespaces: int, bundles_per_ns: int, cl
             cluster.decision_log.close()  # 100k assignment traces: the benchmark reads none of them
         counter = _Connected(total)
         cluster.events.subscribe(counter)
-        boot_wall = time.perf_counter() - wall0
-        cs = [cluster.add_client() for _ in range(clients)]
-        await anyio.lowlevel.checkpoint()
-        for i, c in enumerate(cs):
-            c.create_handles(names[i::clients], HandleKind.PRODUCER)
-        await cluster.wait_until(lambda: counter.now == total, timeout=3600, poll=1.0,
-                                 what="every producer connected")
-        connect_wall = time.perf_counter() - wall0 - boot_wall
-        clock = cluster.system.clock
-        t0 = clock.now()
-        counter.min_after_t0 = counter.now
-        owned_before = len(cluster.ownership())
-        step = restart_window / brokers
-        stopped_in_time = 0
+        async with contextlib.AsyncExitStack() as stack:
+            if record_dir is not None:
+                await stack.enter_async_context(observe(
+                    cluster, record_dir=record_dir, record_decisions=record_decisions,
+                    run_info={"scenario": "bench.restart", "seed": seed}))
+            return await _drive(cluster, counter, names, total, clients, brokers, namespaces,
+                                bundles_per_ns, restart_window, duration, wall0)
 
-        async def restart(i: int, broker_id: str) -> None:
-            nonlocal stopped_in_time
-            await anyio.sleep(i * step)
-            host = cluster.brokers[broker_id].host
-            if await cluster.stop_broker(broker_id, "graceful"):
-                stopped_in_time += 1
-            await cluster.add_broker(host)
 
-        async with anyio.create_task_group() as tg:
-            for i, b in enumerate(cluster.live_brokers()):
-                tg.start_soon(restart, i, b)
-        restarts_done = clock.now() - t0
-        await anyio.sleep(max(0.0, t0 + duration - clock.now()))
-        reconnected_after = None if counter.full_at is None or counter.now != total else (
-            counter.full_at - t0)
-        return {
-            "brokers": brokers, "bundles": namespaces * bundles_per_ns, "producers": total,
-            "boot_wall_s": boot_wall, "connect_wall_s": connect_wall,
-            "connect_emulated_s": t0,
-            "restarts_done_emulated_s": restarts_done, "graceful_in_time": stopped_in_time,
-            "bundles_owned_before": owned_before, "bundles_owned_after": len(cluster.ownership()),
-            "producers_connected_at_end": counter.now,
-            "fewest_connected_during": counter.min_after_t0,
-            "all_reconnected_after_s": reconnected_after,
-            "unavailable_events": cluster.events.counts.get("handle_disconnected", 0),
-            "emulated_s": clock.now(),
-            "invariant_checks": cluster.invariants.checks if cluster.invariants else 0,
-            "violations": len(cluster.invariants.violations) if cluster.invariants else 0,
-        }
+async def _drive(cluster: Any, counter: _Connected, names: list[str], total: int, clients: int,
+                 brokers: int, namespaces: int, bundles_per_ns: int, restart_window: float,
+                 duration: float, wall0: float) -> dict[str, Any]:
+    boot_wall = time.perf_counter() - wall0
+    cs = [cluster.add_client() for _ in range(clients)]
+    await anyio.lowlevel.checkpoint()
+    for i, c in enumerate(cs):
+        c.create_handles(names[i::clients], HandleKind.PRODUCER)
+    await cluster.wait_until(lambda: counter.now == total, timeout=3600, poll=1.0,
+                             what="every producer connected")
+    connect_wall = time.perf_counter() - wall0 - boot_wall
+    clock = cluster.system.clock
+    t0 = clock.now()
+    counter.min_after_t0 = counter.now
+    owned_before = len(cluster.ownership())
+    step = restart_window / brokers
+    stopped_in_time = 0
+
+    async def restart(i: int, broker_id: str) -> None:
+        nonlocal stopped_in_time
+        await anyio.sleep(i * step)
+        host = cluster.brokers[broker_id].host
+        if await cluster.stop_broker(broker_id, "graceful"):
+            stopped_in_time += 1
+        await cluster.add_broker(host)
+
+    async with anyio.create_task_group() as tg:
+        for i, b in enumerate(cluster.live_brokers()):
+            tg.start_soon(restart, i, b)
+    restarts_done = clock.now() - t0
+    await anyio.sleep(max(0.0, t0 + duration - clock.now()))
+    reconnected_after = None if counter.full_at is None or counter.now != total else (
+        counter.full_at - t0)
+    return {
+        "brokers": brokers, "bundles": namespaces * bundles_per_ns, "producers": total,
+        "boot_wall_s": boot_wall, "connect_wall_s": connect_wall,
+        "connect_emulated_s": t0,
+        "restarts_done_emulated_s": restarts_done, "graceful_in_time": stopped_in_time,
+        "bundles_owned_before": owned_before, "bundles_owned_after": len(cluster.ownership()),
+        "producers_connected_at_end": counter.now,
+        "fewest_connected_during": counter.min_after_t0,
+        "all_reconnected_after_s": reconnected_after,
+        "unavailable_events": cluster.events.counts.get("handle_disconnected", 0),
+        "emulated_s": clock.now(),
+        "invariant_checks": cluster.invariants.checks if cluster.invariants else 0,
+        "violations": len(cluster.invariants.violations) if cluster.invariants else 0,
+    }
 
 
 def sizes(quick: bool) -> dict[str, Any]:

@@ -104,6 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="wall clock: emulated seconds per real second (default 1)")
     run.add_argument("--record", metavar="DIR", help="record the run into a new folder under DIR")
     run.add_argument("--record-interval", default="10s", help="emulated time between samples (default 10s)")
+    run.add_argument("--record-decisions", choices=("full", "decisions", "off"), default="decisions",
+                     help="what decisions.jsonl.gz holds: full (every candidate list and score of each "
+                          "selection), decisions (one line per decision, the trace cut to the choice, its "
+                          "score and any fallback taken; default) or off (no file)")
+    run.add_argument("--record-plain", action="store_true",
+                     help="write plain .jsonl files instead of gzip-compressed .jsonl.gz")
+    run.add_argument("--summary-json", metavar="FILE",
+                     help="write the summary and every KPI of the run as one JSON object to FILE (also "
+                          "`summary` in the recording's run.json)")
     run.add_argument("--metrics-port", type=_int("--metrics-port", 0),
                      help="serve /metrics and the admin views on this port (0: any free port)")
     run.add_argument("--metrics-host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -114,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="log level on stderr (info shows the decision log); default warning")
     run.add_argument("--check-interval", default="10s", metavar="DURATION",
                      help="emulated time between invariant checks (default 10s; one more at the end)")
-    run.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress (a bar with rate and ETA on a terminal, else a line every 10 s of "
+                          "wall time on stderr), only the summary")
     run.set_defaults(func=cmd_run)
 
     scenarios = sub.add_parser("scenarios", help="list the built-in scenarios, or show one")
@@ -179,7 +190,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port, metrics_host=args.metrics_host,
         monitor_interval=(parse_flag_duration(args.monitor_interval, flag="--monitor-interval")
                           if args.monitor_interval is not None else None),
-        progress=not args.quiet and args.clock == "virtual" and sys.stderr.isatty(),
+        progress=not args.quiet,
+        record_decisions=args.record_decisions, record_compress=not args.record_plain,
+        summary_json=args.summary_json, log_decisions=args.log_level in ("debug", "info"),
         check_interval=parse_flag_duration(args.check_interval, flag="--check-interval"),
     )
     from emulator.runtime import VirtualClock

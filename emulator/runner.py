@@ -11,6 +11,8 @@ marked incomplete). Everything that decides anything uses emulated time; wall ti
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import math
 import os
@@ -42,10 +44,14 @@ class RunOptions(msgspec.Struct, kw_only=True):
     speed: float = 1.0                         # wall clock only
     record_dir: str | None = None              # parent folder: one sub-folder per run
     record_interval: float = 10.0
+    record_decisions: str = "decisions"        # full | decisions | off (observe/decision_log.py)
+    record_compress: bool = True               # gzip the line files (observe/recording_files.py)
+    summary_json: str | None = None            # write the summary + every KPI as JSON here
+    log_decisions: bool = False                # the decision log on stderr through structlog (info)
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     monitor_interval: float | None = None      # emulated seconds between monitor-brokers tables
-    progress: bool = False                     # a progress bar on stderr (virtual clock)
+    progress: bool = False                     # a progress bar on stderr (a plain line every 10 s off a tty)
     check_invariants: bool = True
     check_interval: float = 10.0               # emulated seconds between invariant checks (and one at the end)
     grid: dict[str, str] = {}                  # sweep parameters, recorded in run.json
@@ -188,6 +194,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _iso_ms(ms: int) -> str:
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _record_folder(parent: str, scenario: str, seed: int, grid: dict[str, str]) -> Path:
     """A fresh, deterministic folder name under `parent` for this run."""
     stem = Path(scenario).stem if scenario.endswith(".toml") else scenario
@@ -214,8 +227,11 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.timeline import LiveTimeline
     from emulator.observe.monitor import broker_rows, format_broker_table
     from emulator.observe.publish import publish_accounting
+    from emulator.observe.progress import ProgressBar
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
+    from emulator.observe.summary_json import summary_object, whole_run_kpis, write_summary_json
     from emulator.testing import emulated_cluster
+    from emulator.workload.schema import start_epoch_ms
     from emulator.workload.session import start_scenario
 
     seed = scenario.seed if opts.seed is None else opts.seed
@@ -237,8 +253,13 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
         cluster = run.cluster
         tracker = UnavailabilityTracker(cluster.events)
         publish_accounting(cluster)   # producers publish from here on (metrics, recording, summary)
-        if cluster.decision_log is None:
-            cluster.decision_log = DecisionLog(cluster.events, log=False)
+        # the run's decision log: on stderr at --log-level info, kept in memory for the summary, whole
+        # traces only when they are recorded whole (a 100-broker run's traces do not fit in memory)
+        if cluster.decision_log is not None:
+            cluster.decision_log.close()
+        cluster.decision_log = DecisionLog(
+            cluster.events, log=opts.log_decisions,
+            level="full" if opts.record_decisions == "full" else "decisions")
         run_info = {
             "scenario": getattr(scenario, "name", opts.scenario),
             "scenario_file": opts.scenario if opts.scenario.endswith(".toml") else None,
@@ -250,16 +271,22 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             "grid": dict(opts.grid), "clock": opts.clock,
             "speed": opts.speed if opts.clock == "wall" else 0.0,
             "duration": duration, "versions": _versions(), "record_interval": opts.record_interval,
+            # the calendar time of t = 0: load reports' lastUpdate is it plus emulated time
+            "start_epoch_ms": start_epoch_ms(scenario),
+            "start": _iso_ms(start_epoch_ms(scenario)),
         }
         async with observe(cluster, metrics_port=opts.metrics_port, metrics_host=opts.metrics_host,
                            record_dir=record_path, record_interval=opts.record_interval,
-                           run_info=run_info) as obs:
+                           run_info=run_info, record_decisions=opts.record_decisions,
+                           record_compress=opts.record_compress) as obs:
             if opts.metrics_port is not None or record_path is not None:
                 out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
                 out.flush()
             # the observations [[expect]] is checked on, sampled as the recorder samples
+            # also for the summary's KPIs (--summary-json, run.json)
             timeline = (LiveTimeline(cluster, obs.metrics, interval=opts.record_interval, t0=run.t0)
-                        if getattr(scenario, "expect", None) else None)
+                        if getattr(scenario, "expect", None) or opts.summary_json or obs.recorder is not None
+                        else None)
             async with anyio.create_task_group() as tg:
                 done = anyio.Event()
                 if timeline is not None and obs.recorder is not None:
@@ -288,37 +315,34 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                         out.flush()
                         n += 1
 
-                async def progress() -> None:
-                    step = max(duration / 50.0, 1.0)
-                    while True:
-                        frac = min(1.0, run.elapsed / duration) if duration > 0 else 1.0
-                        bar = "#" * int(frac * 30)
-                        err.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  t={run.elapsed:,.0f}s")
-                        err.flush()
-                        if frac >= 1.0:
-                            return
-                        await anyio.sleep(step)
-
                 if sys.platform != "win32":
                     tg.start_soon(watch_signals)
                 tg.start_soon(until_duration)
                 if opts.monitor_interval:
                     tg.start_soon(monitor)
-                if opts.progress:
-                    tg.start_soon(progress)
-                await done.wait()
+                # read from the bar's thread: no timer on the loop, so a bar changes no decision
+                loop, t0 = asyncio.get_running_loop(), run.t0
+                bar = ProgressBar(f"run {run_info['scenario']}", stream=err, unit="emulated s",
+                                  poll=lambda: (min(duration, loop.time() - t0), duration))
+                with bar if opts.progress else contextlib.nullcontext():
+                    await done.wait()
                 tg.cancel_scope.cancel()
-            if opts.progress:
-                err.write("\n")
             summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
                                 seed=seed, event_errors=list(run.workload.errors))
             expectations = []
+            kpis = None
             if timeline is not None:
                 timeline.finish()
                 expectations = evaluate(scenario, timeline)
                 summary = msgspec.structs.replace(summary, expectations=expectations)
+                kpis = whole_run_kpis(timeline)
                 if obs.recorder is not None:    # written into run.json when the recording closes
                     obs.recorder.info["expectations"] = msgspec.to_builtins(expectations)
+            summary_doc = summary_object(summary, kpis)
+            if obs.recorder is not None:
+                obs.recorder.info["summary"] = summary_doc
+            if opts.summary_json:
+                write_summary_json(opts.summary_json, summary_doc)
             checker = getattr(cluster, "invariants", None)
             violations = [str(v) for v in checker.violations] if checker is not None else []
             actor_failures = [f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures]
@@ -347,6 +371,12 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
                         ("--monitor-interval", opts.monitor_interval)):
         if value is not None and (not value > 0 or math.isinf(value)):
             raise RunError(f"{flag} = {value!r}: must be a positive, finite emulated time")
+    from emulator.observe.decision_log import LEVELS
+
+    if opts.record_decisions not in LEVELS:
+        raise RunError(f"--record-decisions = {opts.record_decisions!r}: expected one of {', '.join(LEVELS)}")
+    if opts.summary_json is not None and not Path(opts.summary_json).resolve().parent.is_dir():
+        raise RunError(f"--summary-json = {opts.summary_json!r}: its folder does not exist")
     _preflight(opts)
     if not opts.check_interval > 0 or math.isinf(opts.check_interval):
         raise RunError(f"--check-interval = {opts.check_interval!r}: must be a positive number of "

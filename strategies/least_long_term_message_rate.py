@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from emulator.model.selection import Selection, choose, placement_usage
+from emulator.model.selection import ALL_OVERLOADED_RANDOM, Selection, choose, placement_usage
 from strategies.base import BasePlacementStrategy
 
 if TYPE_CHECKING:
@@ -77,4 +77,6 @@ class LeastLongTermMessageRate(BasePlacementStrategy):
             best = list(scores)
         if not best:
             return Selection(None, scores)
+        if math.isinf(min_score):   # every scored broker overloaded: "Assign randomly in this case."
+            return Selection(choose(self.rng, best), scores, fallback=ALL_OVERLOADED_RANDOM)
         return Selection(choose(self.rng, best), scores)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from emulator.model.selection import Selection, choose, weighted_max_usage
+from emulator.model.selection import ALL_OVERLOADED_RANDOM, Selection, choose, weighted_max_usage
 from strategies.base import BasePlacementStrategy
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
         avg = total / len(scored)
         diff = conf.load_balancer_average_resource_usage_difference_threshold_percentage / 100.0
         best = [b for b in scored if self.history.get(b, MAX_RESOURCE_USAGE) + diff <= avg]
-        if not best:
-            best = scored
+        if not best:   # "Assign randomly as all brokers are overloaded."
+            return Selection(choose(self.rng, scored), scores, fallback=ALL_OVERLOADED_RANDOM)
         return Selection(choose(self.rng, best), scores)
 
     def on_active_brokers_change(self, active_brokers: set[str]) -> None:

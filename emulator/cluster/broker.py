@@ -36,7 +36,7 @@ import anyio
 import msgspec
 
 from emulator.model.config import ServiceConfig
-from emulator.model.loaddata import LocalBrokerData
+from emulator.model.loaddata import LocalBrokerData, default_advertised_listeners
 from emulator.runtime import ActorSystem, Reply
 
 from . import load_manager as load_managers
@@ -145,6 +145,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             web_service_url=self.web_url,
             pulsar_service_url=self.service_url,
             load_manager_class_name=conf.load_manager_class_name,
+            advertised_listeners=default_advertised_listeners(self.service_url),
         )
         self.splitting = set()
         self.windows = None

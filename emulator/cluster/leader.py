@@ -59,6 +59,7 @@ from shedders.base import find_bundles_for_unloading_explained
 from . import paths
 from .events import (
     Assignment,
+    assignment_event,
     BundleNumbers,
     LeaderStarted,
     SelectionTrace,
@@ -192,12 +193,16 @@ class LoadManagerLeader(Actor):
                 and dest in self._available:
             self.events.emit(Assignment(bundle=msg.bundle, broker=dest, leader=self.broker.broker_id,
                                         local=False, affinity=True, trace=None))
+            # the destination stands for the next lookups of the bundle too, until the owner's report
+            # lists it, as a selection's preallocation does: without it a second client's lookup,
+            # before the destination took the bundle, made a fresh choice that never took effect
+            self.lm.preallocate_destination(msg.bundle, dest)
             return dest
         broker, trace = self.lm.select_broker_for_assignment(
             msg.bundle, non_persistent=msg.non_persistent
         )
-        self.events.emit(Assignment(bundle=msg.bundle, broker=broker, leader=self.broker.broker_id,
-                                    local=False, trace=trace))
+        self.events.emit(assignment_event(bundle=msg.bundle, broker=broker, leader=self.broker.broker_id,
+                                          local=False, trace=trace))
         return broker
 
     def _on_notification(self, note: Notification) -> None:

@@ -77,6 +77,7 @@ class BrokerLoadData(BrokerBase):
             web_service_url=self.local_data.web_service_url,
             pulsar_service_url=self.local_data.pulsar_service_url,
             load_manager_class_name=load_manager_class_name,
+            advertised_listeners=self.local_data.advertised_listeners,
         )
         self._windows_seen = (-1, -1)
 

@@ -341,6 +341,12 @@ class ModularLoadManager:
             self._preallocate(bundle, chosen)
         return chosen, trace
 
+    def preallocate_destination(self, bundle: str, broker: str) -> None:
+        """An unload's destination answered a lookup: preallocate it there (when preallocation is on),
+        so that the bundle's next lookups before the owner takes it get the same answer."""
+        if self.conf.emulator_preallocation_enabled and bundle not in self.preallocated_bundle_to_broker:
+            self._preallocate(bundle, broker)
+
     def _preallocate(self, bundle: str, broker: str) -> None:
         data = self.windows.admit(bundle)
         broker_data = self.load_data.broker_data.get(broker)
@@ -400,6 +406,7 @@ class ModularLoadManager:
         chosen = selection.broker
         trace.scores = _scores_of(selection.scores)
         trace.explanation = selection.explanation
+        trace.selector_fallback = getattr(selection, "fallback", None)
         if chosen is None:
             return None, trace
 
@@ -417,6 +424,7 @@ class ModularLoadManager:
             retry = retried.broker
             trace.overload_scores = _scores_of(retried.scores)
             trace.overload_explanation = retried.explanation
+            trace.overload_selector_fallback = getattr(retried, "fallback", None)
             if retry is not None:
                 chosen = retry
         trace.chosen = chosen

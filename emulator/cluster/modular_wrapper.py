@@ -24,9 +24,10 @@ import msgspec
 
 import strategies
 from emulator.model.loaddata import LocalBrokerData, TimeAverageBrokerData, need_broker_data_update
+from emulator.runtime import epoch_ms
 
 from . import paths, user_faults
-from .events import Assignment, LoadReportWritten
+from .events import LoadReportWritten, assignment_event
 from .leader import LoadManagerLeader
 from .load_manager import MODULAR
 from .messages import SelectBrokerForAssignment
@@ -69,7 +70,7 @@ class ModularLoadManagerWrapper:
         b = self.broker
         b._reset_local_data(b.conf.load_manager_class_name)
         b._update_local_data()
-        b.local_data.last_update = b.system.clock.now_ms()
+        b.local_data.last_update = epoch_ms(b.system.clock)   # System.currentTimeMillis()
         stat = await b.md.acquire_lock(paths.broker_path(b.broker_id), _json_encode(b.local_data))
         self._report_version = stat.version
         self._last_data = msgspec.structs.replace(b.local_data)
@@ -143,7 +144,7 @@ class ModularLoadManagerWrapper:
             return False
         b = self.broker
         b._update_local_data()
-        now_ms = b.system.clock.now_ms()
+        now_ms = epoch_ms(b.system.clock)
         last = self._last_data
         if not force and last is not None and not need_broker_data_update(
             last, b.local_data, b.conf, now_ms
@@ -255,6 +256,6 @@ class ModularLoadManagerWrapper:
         except UserCodeError as fault:
             user_faults.report(b.events, b.log, fault, outcome="lookup failed", bundle=bundle)
             raise
-        b.events.emit(Assignment(bundle=bundle, broker=broker, leader=b.broker_id, local=True,
-                                 trace=trace))
+        b.events.emit(assignment_event(bundle=bundle, broker=broker, leader=b.broker_id, local=True,
+                                       trace=trace))
         return broker

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from emulator.model.loaddata import LocalBrokerData
+from emulator.runtime import epoch_ms
 
 from . import paths
 from .load_manager import NOOP
@@ -58,7 +59,7 @@ class NoopLoadManager:
         b = self.broker
         self.local_data = LocalBrokerData(
             web_service_url=b.web_url, pulsar_service_url=b.service_url,
-            load_manager_class_name="", last_update=b.system.clock.now_ms())
+            load_manager_class_name="", last_update=epoch_ms(b.system.clock))
         b.log.info("Acquiring broker resource lock", path=paths.broker_path(b.broker_id))
         await b.md.acquire_lock(paths.broker_path(b.broker_id), self._lock_value())
         self.registered = True

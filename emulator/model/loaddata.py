@@ -31,6 +31,10 @@ __all__ = [
     "ResourceUsage",
     "NamespaceBundleStats",
     "LocalBrokerData",
+    "AdvertisedListener",
+    "INTERNAL_LISTENER",
+    "LOAD_REPORT_TYPE",
+    "default_advertised_listeners",
     "TimeAverageMessageData",
     "BundleData",
     "TimeAverageBrokerData",
@@ -187,8 +191,36 @@ def sum_bundle_stats(stats: Mapping[str, NamespaceBundleStats]) -> NamespaceBund
     return NamespaceBundleStats(rin, rout, tin, tout, consumers, producers, topics)
 
 
+class AdvertisedListener(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Pulsar's AdvertisedListener: a listener's broker service URIs (`null` ones left out)."""
+
+    broker_service_url: str | None = None
+    broker_service_url_tls: str | None = None
+
+
+INTERNAL_LISTENER = "internal"
+"""Pulsar's default `internalListenerName`: the one listener a broker without `advertisedListeners` has."""
+
+LOAD_REPORT_TYPE = "LocalBrokerData"
+"""LocalBrokerData.loadReportType: how Pulsar's LoadReportDeserializer tells this report from a LoadReport."""
+
+
+def default_advertised_listeners(pulsar_service_url: str) -> dict[str, AdvertisedListener]:
+    """A broker without `advertisedListeners`: one "internal" listener on its service URL
+    (MultipleListenerValidator.validateAndAnalysisAdvertisedListener)."""
+    if not pulsar_service_url:
+        return {}
+    return {INTERNAL_LISTENER: AdvertisedListener(broker_service_url=pulsar_service_url)}
+
+
 class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     """What each broker writes to `/loadbalance/brokers/<id>`; the leader reads it.
+
+    Every field of Pulsar's LocalBrokerData, in camelCase JSON, plus `loadReportType` (its getter's
+    constant, which Pulsar's deserializer reads) and `loadManagerClassName` (3.x). `lastUpdate` is
+    calendar time in epoch milliseconds (`emulator.runtime.epoch_ms`: the run's stated start plus
+    emulated time). Left out: the getters Jackson also writes (`bundleStats`, a copy of `lastStats`,
+    and `maxResourceUsage`), derived values a reader computes.
 
     Equality is field-wise (Java's `equals` compares only the four URLs).
     The instance `__dict__` (never encoded) holds the last weighted usage and what it was made from.
@@ -220,6 +252,10 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     last_update: int = 0
     broker_version_string: str = ""
     load_manager_class_name: str = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
+    protocols: dict[str, str] = {}
+    """The protocol handlers' advertised data (none in the emulator: Pulsar's binary protocol only)."""
+    advertised_listeners: dict[str, AdvertisedListener] = {}
+    load_report_type: str = LOAD_REPORT_TYPE
 
     def percent_usages(self) -> dict[str, float]:
         """`percent_usage()` of each of the five resources, by field name (the metrics' gauges read

@@ -17,18 +17,26 @@ if TYPE_CHECKING:
     from .config import ServiceConfig
     from .loaddata import LocalBrokerData
 
-__all__ = ["Selection", "choose", "placement_usage", "weighted_max_usage"]
+__all__ = ["ALL_OVERLOADED_RANDOM", "Selection", "choose", "placement_usage", "weighted_max_usage"]
 
 
 class Selection(msgspec.Struct, frozen=True):
     """A placement with the numbers behind it: what the assignment event carries.
 
     `scores`: broker -> the score the strategy compared (+inf: excluded as overloaded), for the
-    candidates it scored; `explanation`: anything else JSON-able it wants in the decision log."""
+    candidates it scored; `explanation`: anything else JSON-able it wants in the decision log;
+    `fallback`: the strategy's own last resort, when it took one (`ALL_OVERLOADED_RANDOM`)."""
 
     broker: str | None
     scores: dict[str, float] | None = None
     explanation: dict[str, Any] | None = None
+    fallback: str | None = None
+
+
+ALL_OVERLOADED_RANDOM = "all_overloaded_random"
+"""A placement's fallback: no candidate qualified, so the pick is random among all of them (Pulsar's
+"Assign randomly as all brokers are overloaded" in LeastResourceUsageWithWeight and "All brokers are
+overloaded. Assign randomly" in LeastLongTermMessageRate)."""
 
 
 def choose(rng: random.Random, ties: Iterable[str]) -> str:

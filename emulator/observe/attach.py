@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import anyio
 
+from .decision_log import DEFAULT_LEVEL
 from .http import ObserveServer
 from .metrics import ClusterMetrics
 from .recorder import Recorder
@@ -50,9 +51,11 @@ class Observation:
 @asynccontextmanager
 async def observe(cluster: "Cluster", *, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
                   record_dir: str | os.PathLike[str] | None = None, record_interval: float = 10.0,
-                  run_info: dict[str, Any] | None = None) -> AsyncIterator[Observation]:
+                  run_info: dict[str, Any] | None = None, record_decisions: str = DEFAULT_LEVEL,
+                  record_compress: bool = True) -> AsyncIterator[Observation]:
     """Metrics always; an HTTP server when `metrics_port` is given (0: a free port); a recording into
-    `record_dir` when given (see `Recorder` for `run_info` and `record_interval`)."""
+    `record_dir` when given (see `Recorder` for `run_info`, `record_interval`, the decisions level and
+    the compression)."""
     metrics = ClusterMetrics(cluster)
     server: ObserveServer | None = None
     recorder: Recorder | None = None
@@ -63,7 +66,8 @@ async def observe(cluster: "Cluster", *, metrics_port: int | None = None, metric
             server.start()
         if record_dir is not None:
             recorder = Recorder(cluster, metrics, record_dir, run_info=dict(run_info or {}),
-                                interval=record_interval)
+                                interval=record_interval, decisions=record_decisions,
+                                compress=record_compress)
         async with anyio.create_task_group() as tg:
             if recorder is not None:
                 tg.start_soon(recorder.run)

@@ -64,8 +64,10 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
 
+from emulator.runtime import DEFAULT_START_EPOCH_MS
 from emulator.cluster.events import (
     Assignment,
+    AssignmentRepeated,
     BrokerCrashed,
     BrokerStopped,
     BundleOwned,
@@ -192,6 +194,7 @@ class _Tally:
             Unload: self._on_unload,
             Split: self._on_split,
             Assignment: self._on_assignment,
+            AssignmentRepeated: self._on_assignment,   # a call answered by the preallocation
             BundleOwned: self._on_bundle_owned,
             BundleUnloaded: self._on_bundle_unloaded,
             BrokerCrashed: self._on_broker_gone,
@@ -221,8 +224,10 @@ class _Tally:
         `unloadBrokerCount += brokers unloaded from`); also the age of each report the shedder read."""
         self._cycle_brokers = set()
         now = event.t
+        # lastUpdate is calendar time (runtime.epoch_ms)
+        start = getattr(self.cluster.system.clock, "start_epoch_ms", DEFAULT_START_EPOCH_MS)
         for last_update in self._leader_report_times():
-            self.report_age.observe(max(0.0, now - last_update / 1000.0))
+            self.report_age.observe(max(0.0, now - (last_update - start) / 1000.0))
 
     def _leader_report_times(self) -> list[int]:
         leader = self.cluster.leader()
@@ -243,8 +248,8 @@ class _Tally:
         if event.ok:
             self.splits += 1
 
-    def _on_assignment(self, event: Assignment) -> None:
-        if event.affinity:   # the unload destination answered: no selectBrokerForAssignment
+    def _on_assignment(self, event: Assignment | AssignmentRepeated) -> None:
+        if getattr(event, "affinity", False):   # the unload destination answered: no selectBrokerForAssignment
             return
         decider = event.leader
         self.assignments[decider] = self.assignments.get(decider, 0) + 1

@@ -6,29 +6,33 @@ Files (the contract with the Spark roll-up, /tmp/prompts/interfaces.md "Recordin
   start/end, `actor_failures`: crashes, emulator bugs, each also an `actor_failed` line in events.jsonl).
   Written at start with `"complete": false`, rewritten by `close()`; always replaced
   atomically (temp file + rename), so a reader never sees half of it.
-* `samples.jsonl`: `{"t", "name", "labels", "value"}` per sample, one block every `interval` emulated
+* `samples.jsonl.gz`: `{"t", "name", "labels", "value"}` per sample, one block every `interval` emulated
   seconds (on multiples of the interval), taken from the metrics registry itself, so a recording and a
   scrape never disagree. `close(complete=True)` adds a last block at the end time if it is not already there.
-* `decisions.jsonl`: the decision log's records (`{"kind", "t", ..., "decision"}`, same fields as
-  `DecisionLog`): every `emulator.cluster.events.Decision`, as `to_record` makes it.
-* `events.jsonl`: `{"kind", "t", ...}` (keys sorted) for the event types of `RECORDED_EVENTS`: scenario
+* `decisions.jsonl.gz`: the decision log's records (`{"kind", "t", ..., "decision"}`, same fields as
+  `DecisionLog`) at the recording's `decisions` level (`decision_log.LEVELS`): every
+  `emulator.cluster.events.Decision` whole ("full"), one line each with its selection trace cut to a
+  summary ("decisions", the default), or no file at all ("off").
+* `events.jsonl.gz`: `{"kind", "t", ...}` (keys sorted) for the event types of `RECORDED_EVENTS`: scenario
   events, broker lifecycle, leader changes and client disconnects/reconnects/failures.
 * `publish.jsonl`: written whole at close (before run.json is rewritten), one line for the cluster
   (`topic` "") then one per topic: publish latency P50 / P99 / P99.9 / P99.99 and failed sends
   (`emulator.observe.publish.PublishLine`).
 
-Lines are buffered in memory and appended with whole-line `os.write` calls: at every sample block (and
-at least every emulated minute when the interval is longer), when the buffer passes 1 MiB, and on close.
-A process killed at any point therefore leaves every file valid up to its last line, and `run.json` says
-`"complete": false` unless `close(complete=True)` ran.
+The three line files are gzip-compressed JSON lines (`recording_files.py`; `compress=False` writes
+plain `.jsonl` files, as recordings did before): lines are buffered in memory and appended as one whole
+gzip member per flush with one `os.write`: at every sample block (and at least every emulated minute
+when the interval is longer), when the buffer passes 1 MiB, and on close. A process killed at any point
+therefore leaves every file readable up to its last flush, and `run.json` says `"complete": false`
+unless `close(complete=True)` ran.
 
 `close()` is safe from a signal handler: if the signal interrupted a write in progress, run.json gets
 its end (incomplete) at once and that write finishes closing the files when it resumes (lines still
 buffered in memory are lost if the process exits first; every file stays whole lines). Installing the handler with
 `loop.add_signal_handler` or `anyio.open_signal_receiver` (so close runs on the loop) is still preferred.
 
-Determinism: nothing in `samples.jsonl` or `decisions.jsonl` reads the wall clock; the same seed gives
-the same bytes.
+Determinism: nothing in the samples or decisions reads the wall clock, and the gzip members carry no
+time stamp; the same seed gives the same bytes.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ import msgspec
 
 from emulator.cluster import events as ev
 from emulator.cluster.events import Decision, Event, to_builtins
+from emulator.observe import recording_files as files
+from emulator.observe.decision_log import DEFAULT_LEVEL, check_level, decision_record
 from emulator.observe.publish import write_publish_file
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,10 +108,12 @@ def _wall_now() -> str:
 
 
 class _LineFile:
-    """Append-only JSON-lines file written in whole lines (own buffer, unbuffered fd)."""
+    """Append-only JSON-lines file written in whole lines (own buffer, unbuffered fd); `compress`:
+    each flush is one gzip member."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, compress: bool = False) -> None:
         self.path = path
+        self.compress = compress
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lines: list[bytes] = []
         self._size = 0
@@ -129,6 +137,8 @@ class _LineFile:
         data = b"".join(self._lines)
         self._lines.clear()
         self._size = 0
+        if self.compress:
+            data = files.compress(data)
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
@@ -150,12 +160,15 @@ class Recorder:
     """
 
     def __init__(self, cluster: "Cluster", metrics: "ClusterMetrics", out_dir: str | os.PathLike[str], *,
-                 run_info: dict[str, Any], interval: float = 10.0) -> None:
+                 run_info: dict[str, Any], interval: float = 10.0, decisions: str = DEFAULT_LEVEL,
+                 compress: bool = True) -> None:
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) \
                 or not (interval > 0 and math.isfinite(interval)):
             raise ValueError(f"interval = {interval!r}: must be a finite number of emulated seconds > 0")
         if not isinstance(run_info, dict):
             raise TypeError(f"run_info = {run_info!r}: expected a dict of run.json fields")
+        self.decision_level = check_level(decisions)
+        self.compress = bool(compress)
         self.cluster = cluster
         self.metrics = metrics
         self.interval = float(interval)
@@ -180,9 +193,11 @@ class Recorder:
         self._pending_close: bool | None = None
         self.info = self._initial_info(run_info)
         self._write_run_json()
-        self.samples = _LineFile(self.dir / "samples.jsonl")
-        self.decisions = _LineFile(self.dir / "decisions.jsonl")
-        self.events = _LineFile(self.dir / "events.jsonl")
+        suffix = files.COMPRESSED if self.compress else ""
+        self.samples = _LineFile(self.dir / (files.SAMPLES + suffix), self.compress)
+        self.decisions: _LineFile | None = (
+            None if self.decision_level == "off" else _LineFile(self.dir / (files.DECISIONS + suffix), self.compress))
+        self.events = _LineFile(self.dir / (files.EVENTS + suffix), self.compress)
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     # ------------------------------------------------------------------ run.json
@@ -213,6 +228,8 @@ class Recorder:
             "complete": False,
             "versions": versions(),
             "record_interval": self.interval,
+            "record_decisions": self.decision_level,
+            "encoding": "gzip" if self.compress else "plain",
         })
         return info
 
@@ -234,8 +251,11 @@ class Recorder:
     def _on_event(self, event: Event) -> None:
         self._last_t = event.t
         if isinstance(event, Decision):
-            self.decisions.add(self._encoder.encode(event.record()) + b"\n")
-            if self.decisions.buffered > _MAX_BUFFER:
+            decisions = self.decisions
+            if decisions is None:
+                return
+            decisions.add(self._encoder.encode(decision_record(event, self.decision_level)) + b"\n")
+            if decisions.buffered > _MAX_BUFFER:
                 self.flush()
         elif type(event) in RECORDED_EVENTS:
             self.events.add(self._encoder.encode(to_builtins(event.record())) + b"\n")
@@ -321,7 +341,7 @@ class Recorder:
             return
         self._writing = True
         try:
-            for f in (self.samples, self.decisions, self.events):
+            for f in self._files():
                 f.flush()
         finally:
             self._writing = False
@@ -351,7 +371,7 @@ class Recorder:
         self._unsubscribe()
         self._writing = True
         try:
-            for f in (self.samples, self.decisions, self.events):
+            for f in self._files():
                 f.close()
             write_publish_file(self.cluster, self.dir, now if now is not None else self._last_t)
         finally:
@@ -359,6 +379,9 @@ class Recorder:
         self._closed = True
         self._mark_end(now, complete=complete)
         return True
+
+    def _files(self) -> list[_LineFile]:
+        return [f for f in (self.samples, self.decisions, self.events) if f is not None]
 
     def _mark_end(self, now: float | None, *, complete: bool) -> None:
         end = now if now is not None else self._last_t

@@ -39,6 +39,7 @@ from emulator.cluster.events import (
     Split,
     Unload,
 )
+from emulator.observe import recording_files as files
 from emulator.observe.publish import PublishLine
 
 if TYPE_CHECKING:
@@ -188,14 +189,14 @@ class Timeline:
         folder = Path(folder)
         info = json.loads((folder / "run.json").read_text())
         tl = cls(t0=float(info.get("emulated_start") or 0.0), config=info.get("config") or {})
-        for line in _lines(folder / "samples.jsonl"):
+        for line in _lines(folder, files.SAMPLES):
             if line.get("name") in SAMPLED:
                 tl.add_sample(line["t"], line["name"], line.get("labels") or {}, line["value"])
-        for line in _lines(folder / "decisions.jsonl"):
+        for line in _lines(folder, files.DECISIONS):
             tl.add_record(line)
-        for line in _lines(folder / "events.jsonl"):
+        for line in _lines(folder, files.EVENTS):
             tl.add_record(line)
-        for line in _lines(folder / "publish.jsonl"):
+        for line in _lines(folder, files.PUBLISH):
             if line.get("topic") == "":
                 tl.publish = msgspec.convert(line, PublishLine)
         if info.get("emulated_end") is not None:
@@ -205,16 +206,14 @@ class Timeline:
         return tl
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
+def _lines(folder: Path, name: str) -> list[dict[str, Any]]:
+    """The JSON lines of a recording file, compressed or plain (recording_files.py)."""
     out = []
-    for text in path.read_text().splitlines():
-        if text.strip():
-            try:
-                out.append(json.loads(text))
-            except json.JSONDecodeError:   # a line cut by a kill: the files are whole lines otherwise
-                continue
+    for text in files.iter_lines(folder, name):
+        try:
+            out.append(json.loads(text))
+        except json.JSONDecodeError:   # a line cut by a kill: the files are whole lines otherwise
+            continue
     return out
 
 

@@ -253,12 +253,16 @@ confidence half-width over seeds (Student t).</p>
 
 
 def report(rollup_dir: str | Path, out_dir: str | Path | None = None) -> ReportFiles:
-    """Write the PNGs and index.html for a roll-up folder; returns their paths."""
-    root = Path(rollup_dir)
+    """Write the PNGs and index.html for a roll-up folder, or a sweep's folder (its `rollup/` is the
+    roll-up; the report goes beside it, `<sweep>/report`); returns their paths."""
+    given = Path(rollup_dir)
+    root = given
+    if not (root / "csv" / "runs").is_dir() and (root / "rollup" / "csv" / "runs").is_dir():
+        root = given / "rollup"          # `sweep --out DIR` wrote DIR/runs and DIR/rollup
     if not (root / "csv" / "runs").is_dir():
         raise ValueError(f"rollup_dir = {str(rollup_dir)!r}: no csv/runs table there; "
-                         "give the --out folder of `rollup` (or <sweep out>/rollup)")
-    out = Path(out_dir) if out_dir is not None else root / "report"
+                         "give the --out folder of `rollup` or of `sweep`")
+    out = Path(out_dir) if out_dir is not None else given / "report"
     out.mkdir(parents=True, exist_ok=True)
     runs = read_table(root, "runs")
     comparison = read_table(root, "comparison")

@@ -187,7 +187,11 @@ def _run_id_col(F: Any, path: Any = None) -> Any:
 
 
 def _paths(runs: Sequence[Run], file: str) -> list[str]:
-    return [str(Path(r.path) / file) for r in runs if (Path(r.path) / file).is_file()]
+    """Each run's `file`, gzip-compressed (`file.gz`, which Spark decompresses by its name) or plain."""
+    from emulator.observe.recording_files import find as find_recording_file
+
+    found = (find_recording_file(r.path, file) for r in runs)
+    return [str(path) for path in found if path is not None]
 
 
 def empty_frame(spark: "SparkSession", schema: Any) -> "DataFrame":

@@ -10,9 +10,11 @@ Time: `VirtualClock` (deterministic, jumps over idle time; `VirtualEventLoop`) o
 
 from .actor import Actor as Actor
 from .actor import ActorSystem as ActorSystem
+from .clock import DEFAULT_START_EPOCH_MS as DEFAULT_START_EPOCH_MS
 from .clock import Clock as Clock
 from .clock import VirtualClock as VirtualClock
 from .clock import WallClock as WallClock
+from .clock import epoch_ms as epoch_ms
 from .clock import run as run
 from .errors import ActorDead as ActorDead
 from .errors import AskTimeout as AskTimeout
@@ -43,6 +45,7 @@ __all__ = [
     "ActorSystem",
     "AskTimeout",
     "Clock",
+    "DEFAULT_START_EPOCH_MS",
     "DeadlockError",
     "Reply",
     "ScaledWallEventLoop",
@@ -52,6 +55,7 @@ __all__ = [
     "WallLag",
     "derive_rng",
     "derive_seed",
+    "epoch_ms",
     "gc_tuned",
     "run",
     "run_external",

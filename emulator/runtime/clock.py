@@ -22,7 +22,7 @@ from .paced_loop import PacedEventLoop, WallLag
 from .virtual_loop import VirtualEventLoop, _check_stall_timeout
 from .wall_loop import ScaledWallEventLoop, _check_speed
 
-__all__ = ["Clock", "VirtualClock", "WallClock", "run"]
+__all__ = ["Clock", "DEFAULT_START_EPOCH_MS", "VirtualClock", "WallClock", "epoch_ms", "run"]
 
 T = TypeVar("T")
 ZERO_ORIGIN_LOOPS = (VirtualEventLoop, ScaledWallEventLoop)
@@ -43,6 +43,17 @@ class Clock(Protocol):
         ...
 
 
+DEFAULT_START_EPOCH_MS = 1_704_067_200_000
+"""2024-01-01T00:00:00Z: the calendar time of t = 0 when a run states none. Fixed, not "now", so that
+a seed alone decides every recorded byte (load reports carry it in `lastUpdate`)."""
+
+
+def epoch_ms(clock: Clock) -> int:
+    """The calendar time of `clock.now()`, in epoch milliseconds (Pulsar's `System.currentTimeMillis()`):
+    the clock's `start_epoch_ms` (default `DEFAULT_START_EPOCH_MS`) plus `now_ms()`."""
+    return getattr(clock, "start_epoch_ms", DEFAULT_START_EPOCH_MS) + clock.now_ms()
+
+
 class _LoopClock:
     """now() = the running loop's time() since the loop started. Our loops start at 0.0; any other
     loop (a test on plain asyncio) gets its origin recorded on the first read.
@@ -50,9 +61,12 @@ class _LoopClock:
     The loop this clock made last is read without asking asyncio which loop runs: when it runs in
     this thread it is the running one (a thread runs one loop at a time). `get_running_loop()` makes
     a getpid() system call on every read (CPython checks for a fork), and a day's run reads the
-    clock a few million times."""
+    clock a few million times.
+
+    `start_epoch_ms`: the calendar time of t = 0 (`epoch_ms`); it moves no timer."""
 
     kind = "abstract"
+    start_epoch_ms: int = DEFAULT_START_EPOCH_MS
 
     def __init__(self) -> None:
         self._origins: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, float] = (

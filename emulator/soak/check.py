@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import msgspec
 
+from emulator.observe import recording_files
 from emulator.pipeline import recording
 
 from .generate import scenario_toml
@@ -122,10 +123,10 @@ def check_recording(folder: Path | None, seed: int) -> tuple[str | None, int]:
         return f"{folder / recording.RUN_FILE}: seed = {info.seed}, expected {seed}", 0
     failures = 0
     for name in (recording.SAMPLES_FILE, recording.DECISIONS_FILE, recording.EVENTS_FILE):
-        path = folder / name
-        if not path.is_file():
-            return f"{path}: missing", failures
-        with path.open("rb") as f:
+        path = recording_files.find(folder, name)   # name.gz as the recorder writes it, or plain
+        if path is None:
+            return f"{folder / name}(.gz): missing", failures
+        with recording_files.open_text(path) as f:
             for n, line in enumerate(f, 1):
                 try:
                     rec = json.loads(line)

@@ -75,11 +75,13 @@ one line naming the file, the key path and the value.
 
 from __future__ import annotations
 
+import datetime
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
 from emulator.model.durations import parse_duration
+from emulator.runtime import DEFAULT_START_EPOCH_MS
 from .resources import BrokerCapacity, ResourceModelConstants
 
 __all__ = [
@@ -182,6 +184,20 @@ class ScenarioInfo(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """One line: what the scenario exists to show."""
     duration: Duration = Duration(3600.0)
     seed: int = 1
+    start: datetime.datetime | None = None
+    """The calendar time of the run's t = 0 (a TOML date-time, e.g. 2024-05-01T09:00:00Z; no offset
+    means UTC): load reports' `lastUpdate` is it plus emulated time. Unset: 2024-01-01T00:00:00Z
+    (`emulator.runtime.DEFAULT_START_EPOCH_MS`), fixed so that a seed alone decides the files."""
+
+
+def start_epoch_ms(scenario: "Scenario") -> int:
+    """The scenario's `start` in epoch milliseconds (the default start when it states none)."""
+    start = scenario.scenario.start
+    if start is None:
+        return DEFAULT_START_EPOCH_MS
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=datetime.timezone.utc)
+    return round(start.timestamp() * 1000)
 
 
 class CapacityOverride(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

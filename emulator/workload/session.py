@@ -24,12 +24,12 @@ import anyio
 
 from emulator.cluster.cluster import Cluster
 from emulator.model.config import ServiceConfig
-from emulator.runtime import Clock
+from emulator.runtime import Clock, VirtualClock
 
 from .build import Workload, cluster_settings, service_config
 from .driver import drive
 from .initial_state import before_brokers
-from .schema import Scenario
+from .schema import Scenario, start_epoch_ms
 
 __all__ = ["ScenarioRun", "start_scenario"]
 
@@ -73,6 +73,9 @@ async def start_scenario(
     seed = scenario.seed if seed is None else seed
     conf = service_config(scenario, base_conf, overrides)
     workload = Workload(scenario, seed=seed, conf=conf)
+    if scenario.scenario.start is not None:   # the calendar time of t = 0 (load reports' lastUpdate)
+        clock = clock if clock is not None else VirtualClock()
+        clock.start_epoch_ms = start_epoch_ms(scenario)   # type: ignore[attr-defined]
     extra: dict[str, Any] = {} if clock is None else {"clock": clock}
     if workload.initial is not None and workload.initial.warm > 0:
         extra["before_brokers"] = before_brokers(workload.initial, conf, scenario.cluster.broker_count)

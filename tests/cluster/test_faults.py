@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import anyio
@@ -55,7 +56,8 @@ async def test_an_actor_crash_is_counted_summarized_first_and_recorded(tmp_path)
         first, second = text.splitlines()[:2]
         assert first.startswith("EMULATOR BUG: 1 actor failure(s)")
         assert "broker-3:8080" in second and "injected emulator bug" in second
-    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in
+              gzip.decompress((tmp_path / "run" / "events.jsonl.gz").read_bytes()).decode().splitlines()]
     failed = [e for e in events if e["kind"] == "actor_failed"]
     assert [e["actor"] for e in failed] == ["broker-3:8080"] and failed[0]["t"] == pytest.approx(2.0)
     assert json.loads((tmp_path / "run" / "run.json").read_text())["actor_failures"] == 1

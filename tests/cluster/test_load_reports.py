@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import math
 
 import anyio
 import msgspec
@@ -14,7 +15,7 @@ from emulator.cluster.events import LoadReportWritten
 from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import Attach, Detach, HandleKind
 from emulator.model.loaddata import BundleData, LocalBrokerData
-from emulator.runtime import ActorSystem, VirtualClock
+from emulator.runtime import DEFAULT_START_EPOCH_MS, ActorSystem, VirtualClock
 from emulator.testing import emulated_cluster
 
 NS = "public/default"
@@ -54,6 +55,33 @@ async def test_reports_are_written_on_change_and_at_least_every_15_minutes():
                 "numBundles", "lastUpdate"} <= set(doc)
         report = msgspec.json.decode(raw, type=LocalBrokerData)
         assert report.num_bundles == len(report.last_stats) > 0
+        # every field of Pulsar's LocalBrokerData (pulsar-common policies/data/loadbalancer), and the
+        # loadReportType Pulsar's LoadReportDeserializer reads
+        assert PULSAR_FIELDS <= set(doc), PULSAR_FIELDS - set(doc)
+        assert doc["loadReportType"] == "LocalBrokerData" and doc["protocols"] == {}
+        assert doc["advertisedListeners"] == {"internal": {"brokerServiceUrl": doc["pulsarServiceUrl"]}}
+        # lastUpdate: epoch milliseconds, from the fixed default start (2024-01-01T00:00:00Z) on
+        written = reports[sorted(owners)[0]][-1]
+        assert doc["lastUpdate"] == DEFAULT_START_EPOCH_MS + math.floor(written * 1000 + 1e-6)
+
+
+PULSAR_FIELDS = {
+    "webServiceUrl", "webServiceUrlTls", "pulsarServiceUrl", "pulsarServiceUrlTls", "persistentTopicsEnabled",
+    "nonPersistentTopicsEnabled", "cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut",
+    "msgThroughputIn", "msgThroughputOut", "msgRateIn", "msgRateOut", "lastUpdate", "lastStats", "numTopics",
+    "numBundles", "numConsumers", "numProducers", "bundles", "lastBundleGains", "lastBundleLosses",
+    "brokerVersionString", "protocols", "advertisedListeners"}
+
+
+@pytest.mark.asyncio
+async def test_a_stated_start_is_the_calendar_time_of_the_reports():
+    clock = VirtualClock()
+    clock.start_epoch_ms = 1_714_554_000_000            # 2024-05-01T09:00:00Z
+    async with emulated_cluster(2, seed=31, namespaces={NS: 2}, clock=clock) as cluster:
+        await anyio.sleep(1.0)
+        for broker in cluster.live_brokers():
+            doc = msgspec.json.decode(cluster.store.peek(paths.broker_path(broker)))
+            assert 1_714_554_000_000 <= doc["lastUpdate"] < 1_714_554_000_000 + 2_000
 
 
 @pytest.mark.asyncio

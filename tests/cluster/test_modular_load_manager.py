@@ -266,6 +266,14 @@ def test_overload_retry_asks_the_strategy_over_the_full_policy_set() -> None:
     assert trace.overload_retry
     assert trace.overload_candidates == [A, B]
     assert broker == B == trace.chosen
+    # the one filtered candidate was overloaded: LeastLongTermMessageRate's own random fallback, flagged
+    assert trace.selector_fallback == "all_overloaded_random" and trace.overload_selector_fallback is None
+    # and the decision log's one-line form keeps every flag
+    from emulator.observe.decision_log import trace_summary
+
+    short = trace_summary(trace)
+    assert short["overload_retry"] and short["selector_fallback"] == "all_overloaded_random"
+    assert short["chosen"] == B and short["n_candidates"] == 1 and short["n_overload_candidates"] == 2
 
 
 def test_exactly_at_threshold_is_not_overloaded() -> None:

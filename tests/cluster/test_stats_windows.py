@@ -14,6 +14,7 @@ from emulator.cluster.load_source import FlatLoad, SystemUsage, TrafficCurves
 from emulator.cluster.stats_window import BrokerWindows
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage, default_bundle_stats
+from emulator.runtime import DEFAULT_START_EPOCH_MS
 from emulator.testing import emulated_cluster
 from emulator.cluster.events import BundleSplit, LoadReportWritten
 
@@ -126,7 +127,8 @@ async def test_a_traffic_step_reaches_the_leader_after_the_next_stats_update_and
             for b in owners:
                 local = leader.lm.load_data.broker_data[b].local_data
                 if b not in seen and local.msg_rate_in > 1.5 * before[b]:
-                    seen[b] = (t, local.last_update / 1000.0)
+                    # lastUpdate is calendar time: the run's start (default) plus emulated time
+                    seen[b] = (t, (local.last_update - DEFAULT_START_EPOCH_MS) / 1000.0)
             assert t < load.step_at + 200, "the step never reached the leader"
         for b in owners:
             t_seen, written = seen[b]

@@ -3,6 +3,7 @@ accounting fed by client events (ISSUE 19 item 5, "Publish latency")."""
 
 from __future__ import annotations
 
+import gzip
 import math
 from types import SimpleNamespace
 from typing import Any
@@ -279,7 +280,7 @@ def test_a_recorded_crash_run_puts_the_quantiles_in_the_summary_and_publish_json
             "messages"} <= set(cluster)
     assert sum(t["messages"] for t in topics) == pytest.approx(cluster["messages"], rel=1e-3)
     assert sum(t["failed_timeout"] for t in topics) == pytest.approx(cluster["failed_timeout"])
-    samples = (next(tmp_path.glob("*/samples.jsonl"))).read_text()
+    samples = gzip.decompress(next(tmp_path.glob("*/samples.jsonl.gz")).read_bytes()).decode()
     assert '"pulsar_lb_emulator_publish_latency_seconds_bucket"' in samples
 
 

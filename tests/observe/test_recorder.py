@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -29,18 +31,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def read_lines(path: Path) -> list[dict]:
-    text = path.read_text()
+    """`path`'s lines: the recorder writes `path` + ".gz", whole gzip members each ending a line."""
+    packed = path.with_name(path.name + ".gz")
+    text = gzip.decompress(packed.read_bytes()).decode() if packed.exists() else path.read_text()
     assert text == "" or text.endswith("\n"), f"{path.name} ends in a partial line"
     return [json.loads(line) for line in text.splitlines()]
 
 
-def recorded_run(seed: int, out: Path, minutes: float = 12) -> None:
+def recorded_run(seed: int, out: Path, minutes: float = 12, **record: Any) -> None:
     """A hot broker that sheds: samples, assignments, shedding plans and unloads get recorded."""
 
     async def main() -> None:
         load = FlatLoad(rate=1000.0, msg_size=1024, cores=4, broker_cores={HOT: 1})
         async with emulated_cluster(5, seed=seed, namespaces={NS: 16}, load_source=load) as cluster:
-            async with observe(cluster, record_dir=out, run_info={"scenario": "hot", "seed": seed}):
+            async with observe(cluster, record_dir=out, run_info={"scenario": "hot", "seed": seed}, **record):
                 client = cluster.add_client()
                 client.create_handles([f"persistent://{NS}/t-{i}" for i in range(200)])
                 await anyio.sleep(minutes * 60)
@@ -52,7 +56,7 @@ def test_two_runs_with_the_same_seed_write_identical_samples_and_decisions(tmp_p
     recorded_run(11, tmp_path / "a")
     recorded_run(11, tmp_path / "b")
     recorded_run(12, tmp_path / "c")
-    for name in ("samples.jsonl", "decisions.jsonl"):
+    for name in ("samples.jsonl.gz", "decisions.jsonl.gz"):
         a = (tmp_path / "a" / name).read_bytes()
         assert a == (tmp_path / "b" / name).read_bytes(), f"{name} differs between equal seeds"
         assert a != (tmp_path / "c" / name).read_bytes(), f"{name} does not depend on the seed"
@@ -149,13 +153,14 @@ def test_a_run_killed_with_sigterm_leaves_valid_files_and_an_incomplete_run_json
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), "--clock", "virtual", "--duration", str(30 * 86400),
          "--record", str(out), "--new-topics", "0", "--topics", "100"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})   # this checkout's emulator, not an installed one
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith("READY"), "the emulator did not start"
         deadline = time.monotonic() + 60
-        samples = out / "samples.jsonl"
-        while time.monotonic() < deadline and (not samples.exists() or samples.stat().st_size < 500_000):
+        samples = out / "samples.jsonl.gz"
+        while time.monotonic() < deadline and (not samples.exists() or samples.stat().st_size < 50_000):
             time.sleep(0.05)
         assert proc.poll() is None, "the run ended before it could be killed"
         proc.send_signal(signal.SIGTERM)
@@ -172,8 +177,8 @@ def test_a_run_killed_with_sigterm_leaves_valid_files_and_an_incomplete_run_json
     assert read_lines(out / "decisions.jsonl")
     events = read_lines(out / "events.jsonl")
     assert all("kind" in e and "t" in e for e in events)
-    assert sorted(os.listdir(out)) == ["decisions.jsonl", "events.jsonl", "publish.jsonl", "run.json",
-                                       "samples.jsonl"]   # publish.jsonl: the publish latency so far
+    assert sorted(os.listdir(out)) == ["decisions.jsonl.gz", "events.jsonl.gz", "publish.jsonl", "run.json",
+                                       "samples.jsonl.gz"]   # publish.jsonl: the publish latency so far
 
 
 def test_sample_lines_are_the_sample_structs_json_byte_for_byte(tmp_path):
@@ -198,4 +203,39 @@ def test_sample_lines_are_the_sample_structs_json_byte_for_byte(tmp_path):
             return expected
 
     expected = run(main, clock=VirtualClock())
-    assert (tmp_path / "run" / "samples.jsonl").read_bytes() == b"".join(expected)
+    assert gzip.decompress((tmp_path / "run" / "samples.jsonl.gz").read_bytes()) == b"".join(expected)
+
+
+def test_decision_levels_full_one_line_each_or_none(tmp_path):
+    """full: every candidate list and score; decisions: the same lines, each trace cut to its summary
+    (the choice, its score, the count of candidates, the fallbacks); off: no decisions file."""
+    for level in ("full", "decisions", "off"):
+        recorded_run(11, tmp_path / level, record_decisions=level)
+    full = read_lines(tmp_path / "full" / "decisions.jsonl")
+    short = read_lines(tmp_path / "decisions" / "decisions.jsonl")
+    assert not (tmp_path / "off" / "decisions.jsonl.gz").exists()
+    assert [(d["decision"], d["t"]) for d in full] == [(d["decision"], d["t"]) for d in short]
+    pairs = [(f, s) for f, s in zip(full, short) if f.get("trace")]
+    assert pairs and any(f["decision"] == "unload" for f, _ in pairs)
+    for f, s in pairs:
+        assert isinstance(f["trace"]["candidates"], list) and "scores" in f["trace"]
+        assert s["trace"]["n_candidates"] == len(f["trace"]["candidates"])
+        assert s["trace"]["chosen"] == f["trace"]["chosen"] and "scores" not in s["trace"]
+        assert s["trace"].get("score") == f["trace"]["scores"].get(f["trace"]["chosen"])
+        assert {k: v for k, v in s.items() if k != "trace"} == {k: v for k, v in f.items() if k != "trace"}
+    assert json.loads((tmp_path / "off" / "run.json").read_text())["record_decisions"] == "off"
+    # the decisions do not depend on what is recorded of them
+    assert read_lines(tmp_path / "off" / "samples.jsonl") == read_lines(tmp_path / "full" / "samples.jsonl")
+
+
+def test_plain_recordings_and_pandas_read_the_same_lines(tmp_path):
+    recorded_run(11, tmp_path / "gz", minutes=3)
+    recorded_run(11, tmp_path / "plain", minutes=3, record_compress=False)
+    assert sorted(os.listdir(tmp_path / "plain")) == ["decisions.jsonl", "events.jsonl", "publish.jsonl",
+                                                      "run.json", "samples.jsonl"]
+    for name in ("samples.jsonl", "decisions.jsonl", "events.jsonl"):
+        assert gzip.decompress((tmp_path / "gz" / (name + ".gz")).read_bytes()) == \
+            (tmp_path / "plain" / name).read_bytes()
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_json(tmp_path / "gz" / "samples.jsonl.gz", lines=True)
+    assert len(frame) == len(read_lines(tmp_path / "plain" / "samples.jsonl"))

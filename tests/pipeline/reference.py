@@ -6,6 +6,7 @@ this file agree to 1e-9 on varied recordings, both implement the written definit
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -24,9 +25,15 @@ COUNTERS = {"pulsar_lb_emulator_bundle_moves_total": "bundle_moves",
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
+    """A recording's JSON lines: `path` + ".gz" (what the recorder writes) or `path` (older ones)."""
+    packed = path.with_name(path.name + ".gz")
+    if packed.exists():
+        text = gzip.decompress(packed.read_bytes()).decode()
+    elif path.exists():
+        text = path.read_text()
+    else:
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _pct(values: list[float], p: float) -> float | None:

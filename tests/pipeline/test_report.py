@@ -54,3 +54,10 @@ def test_html_page_shows_tables_and_plots(written, swept):
 def test_report_of_a_folder_that_is_not_a_rollup(tmp_path):
     with pytest.raises(ValueError, match="rollup_dir = .*no csv/runs table"):
         report(tmp_path)
+
+
+def test_report_of_a_sweep_folder_reads_its_rollup(swept, written, tmp_path):
+    """`report sweep/` as the README writes it: the sweep's --out folder, whose rollup/ is the roll-up."""
+    assert Path(swept.rollup.out_dir) == Path(swept.out_dir) / "rollup"
+    from_sweep = report(swept.out_dir, tmp_path / "r")
+    assert sorted(Path(p).name for p in from_sweep.pngs) == sorted(Path(p).name for p in written.pngs)

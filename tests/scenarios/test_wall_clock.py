@@ -89,9 +89,9 @@ def test_wall_and_virtual_clocks_make_the_same_decisions_and_count_the_same_outa
     assert "0.000 topic-seconds" not in virtual_text      # the kill cost something, in both modes
 
     # the recordings depend on the seed alone (the lag is scraped, not recorded)
-    for name in ("decisions.jsonl", "samples.jsonl", "events.jsonl"):
+    for name in ("decisions.jsonl.gz", "samples.jsonl.gz", "events.jsonl.gz"):
         assert (wall_dir / name).read_bytes() == (virtual_dir / name).read_bytes(), name
-    assert (wall_dir / "decisions.jsonl").stat().st_size > 0
+    assert (wall_dir / "decisions.jsonl.gz").stat().st_size > 0
 
     # /metrics was answered while the paced loop was waiting for the wall clock
     assert out.thread is not None

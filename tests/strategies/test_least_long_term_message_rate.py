@@ -78,3 +78,16 @@ def test_broker_without_data_is_excluded_and_empty_gives_none() -> None:
     assert s.select_broker({"a:1", "ghost:1"}, BundleData.default(), ld, CONF) == "a:1"
     assert s.select_broker({"ghost:1"}, BundleData.default(), ld, CONF) is None
     assert s.select_broker(set(), BundleData.default(), ld, CONF) is None
+
+
+def test_the_random_fallback_is_flagged_only_when_every_broker_is_overloaded() -> None:
+    from emulator.model.selection import ALL_OVERLOADED_RANDOM
+
+    hot = LoadData(broker_data={"a:1": broker(1, 1, cpu=90), "b:1": broker(1, 1, cpu=95)})
+    got = LeastLongTermMessageRate(random.Random(3)).select_broker_explained(
+        {"a:1", "b:1"}, None, BundleData.default(), hot, CONF)
+    assert got.fallback == ALL_OVERLOADED_RANDOM and got.broker in {"a:1", "b:1"}
+    one_cool = LoadData(broker_data={"a:1": broker(1, 1, cpu=90), "b:1": broker(1, 1)})
+    got = LeastLongTermMessageRate(random.Random(3)).select_broker_explained(
+        {"a:1", "b:1"}, None, BundleData.default(), one_cool, CONF)
+    assert got == Selection("b:1", {"a:1": math.inf, "b:1": 2})

@@ -69,3 +69,16 @@ def test_empty_and_dataless_candidates_give_none() -> None:
     s = LeastResourceUsageWithWeight(random.Random(0))
     assert s.select_broker(set(), BundleData.default(), LoadData(), CONF) is None
     assert s.select_broker({"ghost:1"}, BundleData.default(), LoadData(), CONF) is None
+
+
+def test_the_random_fallback_is_flagged_only_when_taken() -> None:
+    from emulator.model.selection import ALL_OVERLOADED_RANDOM
+
+    even = LoadData(broker_data={"a:1": broker(30), "b:1": broker(35)})
+    got = LeastResourceUsageWithWeight(random.Random(1)).select_broker_explained(
+        {"a:1", "b:1"}, None, BundleData.default(), even, CONF)
+    assert got.fallback == ALL_OVERLOADED_RANDOM     # "Assign randomly as all brokers are overloaded."
+    spread = LoadData(broker_data={"a:1": broker(10), "b:1": broker(20), "c:1": broker(60)})
+    got = LeastResourceUsageWithWeight(random.Random(1)).select_broker_explained(
+        {"a:1", "b:1", "c:1"}, None, BundleData.default(), spread, CONF)
+    assert got.fallback is None and got.broker in {"a:1", "b:1"}

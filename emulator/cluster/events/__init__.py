@@ -39,6 +39,7 @@ from .base import (
 )
 from .decisions import (
     Assignment,
+    AssignmentRepeated,
     BundleNumbers,
     BundleSplit,
     BundleSplitSkipped,
@@ -50,6 +51,7 @@ from .decisions import (
     SplitSkipped,
     Unload,
     UnloadSkipped,
+    assignment_event,
 )
 from .lifecycle import (
     ActorFailed,
@@ -98,6 +100,7 @@ from .scenario import (
 
 __all__ = [
     "ActorFailed", "AdminAction", "AdminSplit", "AdminUnload", "AntiAffinityGroupSet", "Assignment",
+    "AssignmentRepeated",
     "BrokerCrashed", "BrokerStartFailed", "BrokerStarted", "BrokerStopped", "BrokerStopping",
     "BundleNumbers", "BundleOwned", "BundleSplit", "BundleSplitSkipped", "BundleUnloaded",
     "ClusterEvents", "ConfigChanged", "Decision", "Event", "FailureDomainDeleted", "FailureDomainSet",
@@ -108,5 +111,5 @@ __all__ = [
     "PlacementFailed", "ScenarioEvent", "ScenarioEventFailed", "SelectionTrace", "SessionLost",
     "SessionReestablished", "ShedderWarmed", "SheddingFailed", "SheddingPlan", "SheddingSkipped",
     "Split", "SplitSkipped", "Unload", "UnloadSkipped", "WarmBundleData", "WarmStarted",
-    "event_types", "from_record", "to_builtins", "to_record",
+    "assignment_event", "event_types", "from_record", "to_builtins", "to_record",
 ]

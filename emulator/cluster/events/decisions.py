@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from .base import Decision, LeaderDecision
+from .base import Decision, Event, LeaderDecision
 
 class SelectionTrace(msgspec.Struct, omit_defaults=True):
     """How one `select_broker` decision was reached: the numbers an assignment or unload carries.
@@ -33,10 +33,16 @@ class SelectionTrace(msgspec.Struct, omit_defaults=True):
     selector: str = ""
     scores: dict[str, float | None] | None = None
     """The selector's scores when it gives them (`strategies.base.Selection`); +∞ is JSON `null`."""
+    selector_fallback: str | None = None
+    """The selector's own last resort when it took one (`Selection.fallback`, e.g.
+    "all_overloaded_random": no candidate qualified, the pick was random among them all)."""
     chosen: str | None = None
     overload_retry: bool = False
+    """The chosen broker was overloaded: the strategy was asked again over the policy-allowed set,
+    without the filters (selectBroker's retry)."""
     overload_candidates: list[str] | None = None
     overload_scores: dict[str, float | None] | None = None
+    overload_selector_fallback: str | None = None
     explanation: dict[str, Any] | None = None
     """The selector's explanation when it gives one (no built-in strategy does)."""
     overload_explanation: dict[str, Any] | None = None
@@ -66,6 +72,27 @@ class Assignment(Decision, kw_only=True):
     local: bool
     affinity: bool = False
     trace: SelectionTrace | None
+
+
+class AssignmentRepeated(Event, kw_only=True):
+    """selectBrokerForAssignment answered from the bundle's preallocation: a second lookup of a bundle
+    already assigned (to `broker`) and not yet owned. No new decision, so not a decision-log record
+    (the `Assignment` before it is the one); Pulsar's assignment metric counts the call."""
+
+    kind = "assignment_repeated"
+    bundle: str
+    broker: str | None
+    leader: str
+    local: bool
+
+
+def assignment_event(*, bundle: str, broker: str | None, leader: str, local: bool,
+                     trace: SelectionTrace) -> Event:
+    """What a `selectBrokerForAssignment` answer reports: an `Assignment` when it decided, an
+    `AssignmentRepeated` when an existing preallocation answered (one record per assignment)."""
+    if trace.preallocated:
+        return AssignmentRepeated(bundle=bundle, broker=broker, leader=leader, local=local)
+    return Assignment(bundle=bundle, broker=broker, leader=leader, local=local, trace=trace)
 
 
 class BundleUnloaded(Decision, kw_only=True):
