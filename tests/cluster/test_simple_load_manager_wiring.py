@@ -153,7 +153,8 @@ async def test_live_switch_simple_modular_simple_keeps_the_invariants_and_change
             shown = admin_report(cluster, broker)
             stored = {b: json.loads(d) for b, d in stored_reports(cluster).items()}
             if target == lm.MODULAR:
-                assert "loadReportType" not in shown and "lastStats" in shown
+                # Modular's LocalBrokerData: its own loadReportType, and the bundle stats
+                assert shown["loadReportType"] == "LocalBrokerData" and "lastStats" in shown
                 assert all("allocatedCPU" not in r for r in stored.values())
             else:
                 assert shown["loadReportType"] == "LoadReport" and "allocatedCPU" in shown
