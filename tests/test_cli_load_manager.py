@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from emulator.observe.recording_files import iter_lines
+
 NOOP = "org.apache.pulsar.broker.loadbalance.NoopLoadManager"
 
 
@@ -24,9 +26,9 @@ def test_noop_load_manager_runs_the_default_scenario_end_to_end(tmp_path):
     assert info["config"]["loadManagerClassName"] == NOOP
     # every bundle is owned where its first lookup landed: no redirect, no leader decision
     assert " redirects 0;" in p.stdout and "bundles            64 owned" in p.stdout
-    kinds = {json.loads(line)["kind"] for line in (run_dir / "events.jsonl").read_text().splitlines()}
+    kinds = {json.loads(line)["kind"] for line in iter_lines(run_dir, "events.jsonl")}
     assert "actor_failed" not in kinds
-    decisions = (run_dir / "decisions.jsonl").read_text()
+    decisions = "\n".join(iter_lines(run_dir, "decisions.jsonl"))
     # Modular's 4 minutes hold about 110 assignments and 4 shedding plans; Noop's none
     assert '"decision":"assignment"' not in decisions and '"decision":"shedding_plan"' not in decisions
 
@@ -47,9 +49,9 @@ def test_simple_load_manager_runs_the_default_scenario_end_to_end(tmp_path):
     (run_dir,) = list(tmp_path.iterdir())
     info = json.loads((run_dir / "run.json").read_text())
     assert info["config"]["loadManagerClassName"] == "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl"
-    kinds = {json.loads(line)["kind"] for line in (run_dir / "events.jsonl").read_text().splitlines()}
+    kinds = {json.loads(line)["kind"] for line in iter_lines(run_dir, "events.jsonl")}
     assert "actor_failed" not in kinds
-    decisions = [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
+    decisions = [json.loads(line) for line in iter_lines(run_dir, "decisions.jsonl")]
     # leastLoadedServer: every assignment decided on the leader, spread over the brokers
     assignments = [d for d in decisions if d["decision"] == "assignment"]
     assert assignments and not any(d["local"] for d in assignments)
