@@ -33,10 +33,12 @@ from typing import Any, Callable, Protocol
 
 from emulator.model.config import LOAD_MANAGER_CLASSES
 
+from . import paths
 from .events import LoadManagerCreateFailed
+from .metadata_client import MetadataStoreError
 
 __all__ = ["EXTENSIBLE", "LOAD_MANAGERS", "LoadManager", "MODULAR", "NOOP", "SIMPLE", "create",
-           "resolve_class_name"]
+           "release_registration", "resolve_class_name"]
 
 MODULAR = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
 SIMPLE = "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl"
@@ -170,3 +172,17 @@ def resolve_class_name(name: str) -> str:
         if key == full or key == full.rsplit(".", 1)[1]:
             return full
     return key
+
+
+async def release_registration(manager: Any) -> None:
+    """Release a manager's `/loadbalance/brokers/<broker>` lock if it holds it (each manager's
+    `stop()` / `disableBroker()`: `brokerDataLock.release()` / `lockManager.close()`); a store that is
+    already gone (a broker shutting down with its session) is not an error here, as in Pulsar's
+    close paths. `manager` has `registered` and `broker`."""
+    if not manager.registered:
+        return
+    manager.registered = False
+    try:
+        await manager.broker.md.release_lock(paths.broker_path(manager.broker.broker_id))
+    except MetadataStoreError:
+        pass

@@ -29,7 +29,7 @@ from emulator.runtime import epoch_ms
 from . import paths, user_faults
 from .events import LoadReportWritten, assignment_event
 from .leader import LoadManagerLeader
-from .load_manager import MODULAR
+from .load_manager import MODULAR, release_registration
 from .messages import SelectBrokerForAssignment
 from .metadata_client import MetadataStoreError
 from .modular_load_manager import ModularLoadManager
@@ -84,12 +84,7 @@ class ModularLoadManagerWrapper:
         """ModularLoadManagerImpl.stop(): the leader-only tasks end, the registration lock goes."""
         self.leadership_lost()
         self._local_lm = None
-        if self.registered:
-            self.registered = False
-            try:
-                await self.broker.md.release_lock(paths.broker_path(self.broker.broker_id))
-            except MetadataStoreError:
-                pass
+        await release_registration(self)
 
     async def disable_broker(self) -> None:
         """disableBroker(): the registration lock goes before the bundles are drained."""

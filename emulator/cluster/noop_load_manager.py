@@ -26,7 +26,7 @@ from emulator.model.loaddata import LocalBrokerData
 from emulator.runtime import epoch_ms
 
 from . import paths
-from .load_manager import NOOP
+from .load_manager import NOOP, release_registration
 from .metadata_client import MetadataStoreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,12 +66,7 @@ class NoopLoadManager:
 
     async def stop(self) -> None:
         """lockManager.close(): the lock is released."""
-        if self.registered:
-            self.registered = False
-            try:
-                await self.broker.md.release_lock(paths.broker_path(self.broker.broker_id))
-            except MetadataStoreError:
-                pass
+        await release_registration(self)
 
     async def disable_broker(self) -> None:
         """Does nothing: the registration stays until `stop()` or the session ends."""

@@ -56,7 +56,7 @@ from emulator.model.simple_load_manager.settings import initial_load_factors
 
 from . import paths
 from .events import Assignment, LoadReportWritten
-from .load_manager import SIMPLE
+from .load_manager import SIMPLE, release_registration
 from .metadata_client import MetadataStoreError
 from .simple_load_manager_tasks import SimpleLoadManagerTasks
 
@@ -133,12 +133,7 @@ class SimpleLoadManagerImpl:
 
     async def disable_broker(self) -> None:
         """disableBroker(): `brokerLock.release()`."""
-        if self.registered:
-            self.registered = False
-            try:
-                await self.broker.md.release_lock(paths.broker_path(self.broker.broker_id))
-            except MetadataStoreError:
-                pass
+        await release_registration(self)
 
     async def on_session_reestablished(self) -> None:
         """The lock manager revalidates the lock with its last value."""
