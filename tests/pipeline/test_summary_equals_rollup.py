@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from emulator.observe.kpis import Scope, compute
+from emulator.observe.recording_files import iter_lines
 from emulator.observe.summary import SUMMARY_KPIS
 from emulator.observe.timeline import Timeline
 from emulator.pipeline.rollup import KPI_COLUMNS, rollup
@@ -70,7 +71,7 @@ def test_the_metrics_and_the_expectations_kpis_say_the_same(recorded, rolled):
         folder = Path(result.record_path)
         row = rolled[folder.name]
         last: dict[str, float] = {}
-        for line in (folder / "samples.jsonl").read_text().splitlines():
+        for line in iter_lines(folder, "samples.jsonl"):
             sample = json.loads(line)
             last[sample["name"]] = sample["value"]
         assert same(last["pulsar_lb_emulator_unavailable_topic_seconds_total"], row["unavailable_topic_seconds"])
