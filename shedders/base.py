@@ -23,15 +23,15 @@ window is current. The built-in shedders all read bundle windows and declare not
 
 from __future__ import annotations
 
-import functools
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from emulator.model.class_registry import explains
+from emulator.model.java_sort import java_list_sort
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -68,8 +68,6 @@ INTEGER_MIN_VALUE = -(2**31)
 
 Metric = Literal["throughput", "msg_rate"]
 """Which short-term traffic a shedder ranks bundles by: bytes/s (in+out) or msg/s (in+out)."""
-
-T = TypeVar("T")
 
 
 class UnloadPlan(msgspec.Struct, frozen=True):
@@ -165,47 +163,6 @@ def java_double_key(x: float) -> tuple[int, float, float]:
     if x != x:
         return (1, 0.0, 0.0)
     return (0, x, math.copysign(1.0, x))
-
-
-def java_list_sort(items: Sequence[T], compare: Callable[[T, T], int]) -> list[T]:
-    """`List.sort(comparator)` as Java's TimSort does it, for comparators that may be inconsistent.
-
-    With a consistent comparator any stable sort gives the same answer; with an inconsistent one
-    (AvgShedder's old `(int)(s1 - s2)`) the answer depends on the algorithm. Below 32 elements Java
-    sorts with `countRunAndMakeAscending` + `binarySort`, ported here exactly. From 32 elements up
-    Java merges runs with galloping, which we do not port: Python's own TimSort is used instead, so
-    ties between scores less than one point apart may come out in another order there.
-    """
-    a = list(items)
-    n = len(a)
-    if n < 2:
-        return a
-    if n >= 32:
-        return sorted(a, key=functools.cmp_to_key(compare))
-    # countRunAndMakeAscending
-    run_hi = 1
-    if compare(a[run_hi], a[0]) < 0:
-        run_hi += 1
-        while run_hi < n and compare(a[run_hi], a[run_hi - 1]) < 0:
-            run_hi += 1
-        a[0:run_hi] = a[0:run_hi][::-1]
-    else:
-        run_hi += 1
-        while run_hi < n and compare(a[run_hi], a[run_hi - 1]) >= 0:
-            run_hi += 1
-    # binarySort from the end of the run
-    for start in range(run_hi, n):
-        pivot = a[start]
-        left, right = 0, start
-        while left < right:
-            mid = (left + right) >> 1
-            if compare(pivot, a[mid]) < 0:
-                right = mid
-            else:
-                left = mid + 1
-        a[left + 1 : start + 1] = a[left:start]
-        a[left] = pivot
-    return a
 
 
 # --- Broker and bundle traffic -----------------------------------------------------------------------

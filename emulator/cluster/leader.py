@@ -71,7 +71,8 @@ from .events import (
     Unload,
     UnloadSkipped,
 )
-from .messages import AdminResult, SelectBrokerForAssignment, SplitBundle, UnloadBundle, WarmShedder
+from .messages import (AdminResult, LookupFailure, SelectBrokerForAssignment, SplitBundle, UnloadBundle,
+                       WarmShedder)
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 from .modular_load_manager import ModularLoadManager
@@ -413,7 +414,7 @@ class LoadManagerLeader(Actor):
         for ns in self.lm.reported_namespaces():  # each once, first-seen order over every report
             try:
                 counts[ns] = len(await self.broker.namespace_bundles(ns))
-            except Exception:  # namespace gone: nothing to split there
+            except LookupFailure:  # namespace gone (or its metadata failed): nothing to split there
                 counts[ns] = 1 << 30
         to_split = self.lm.find_bundles_to_split(lambda ns: counts.get(ns, 0))
         done = []
@@ -423,7 +424,7 @@ class LoadManagerLeader(Actor):
                 continue
             try:
                 current = await self.broker.namespace_bundles(ns)
-            except Exception:
+            except LookupFailure:
                 continue
             if not current.contains(bundle):
                 self.events.emit(SplitSkipped(bundle=bundle, reason="Bundle has been removed"))

@@ -34,7 +34,7 @@ from emulator.runtime import Actor, ActorDead, AskTimeout, ActorSystem, Reply
 
 from . import paths
 from .events import SheddingPlan, Split, SplitSkipped, Unload, UnloadSkipped
-from .messages import AdminError, AdminResult, UnloadBundle
+from .messages import AdminError, AdminResult, LookupFailure, UnloadBundle
 from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification
 
@@ -267,7 +267,7 @@ class SimpleLoadManagerTasks(Actor):
                 if ns not in counts:
                     try:
                         counts[ns] = len(await b.namespace_bundles(ns))
-                    except Exception:   # namespace gone: nothing to split there
+                    except LookupFailure:   # namespace gone (or its metadata failed): nothing to split
                         counts[ns] = 1 << 30
         plan = do_namespace_bundle_split(m.last_report, counts, m.settings(), b.conf)
         for bundle in plan.single_topic:

@@ -16,13 +16,13 @@ Java walks a `HashMap` (the broker's bundle stats); we walk the given mapping in
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from emulator.model.config import ServiceConfig
 from emulator.model.extensible.load_data import BundleLoadData, TopBundlesLoadData
 from emulator.model.filters import namespace_of_bundle
+from emulator.model.java_sort import java_list_sort
 from emulator.model.loaddata import NamespaceBundleStats, is_system_service_namespace
 from emulator.model.policies import PolicyView
 from emulator.model.simple_load_manager.bundle_order import compare_bundle_stats
@@ -102,38 +102,4 @@ def partition_sort(arr: list[T], k: int, compare: Callable[[T, T], int]) -> None
             end = lo - 1
         else:
             start = mid
-    arr[:end] = _java_sort(arr[:end], lambda a, b: compare(b, a))
-
-
-def _java_sort(items: Sequence[T], compare: Callable[[T, T], int]) -> list[T]:
-    """`List.sort(comparator)` as Java's TimSort runs it below 32 elements (countRunAndMakeAscending,
-    then binarySort), which matters because compareTo's thresholds make the order non-transitive.
-    From 32 elements on, Python's sort stands in for Java's merge with galloping."""
-    a = list(items)
-    n = len(a)
-    if n < 2:
-        return a
-    if n >= 32:
-        return sorted(a, key=functools.cmp_to_key(compare))
-    run_hi = 1
-    if compare(a[1], a[0]) < 0:
-        run_hi = 2
-        while run_hi < n and compare(a[run_hi], a[run_hi - 1]) < 0:
-            run_hi += 1
-        a[:run_hi] = a[:run_hi][::-1]
-    else:
-        run_hi = 2
-        while run_hi < n and compare(a[run_hi], a[run_hi - 1]) >= 0:
-            run_hi += 1
-    for start in range(run_hi, n):
-        pivot = a[start]
-        left, right = 0, start
-        while left < right:
-            middle = (left + right) >> 1
-            if compare(pivot, a[middle]) < 0:
-                right = middle
-            else:
-                left = middle + 1
-        a[left + 1 : start + 1] = a[left:start]
-        a[left] = pivot
-    return a
+    arr[:end] = java_list_sort(arr[:end], lambda a, b: compare(b, a))
