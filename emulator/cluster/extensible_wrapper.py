@@ -219,6 +219,8 @@ class ExtensibleLoadManagerWrapper:
                 await channel.do_cleanup(self.broker.broker_id, gracefully=True)
             except Exception as e:   # doCleanup logs and goes on; the broker keeps shutting down
                 self.broker.log.error("Failed to clean the ownerships", error=repr(e))
+            # the hand-over's Releasing -> Assigning steps run on this channel: let them finish
+            await channel.wait_idle(self.broker.conf.namespace_bundle_unloading_timeout_ms / 1000.0)
         await release_registration(self)
         for bundle in list(self.broker.owned):
             await self.host.close(bundle, True, None)

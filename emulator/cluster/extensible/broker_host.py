@@ -53,6 +53,8 @@ class BrokerChannelHost:
     def __init__(self, broker: Any, manager: Any) -> None:
         self.broker = broker
         self.manager = manager
+        # bundles closed without disconnecting (a transfer's first phase): when, and how many topics
+        self._fenced: dict[str, tuple[float, int, bool]] = {}
 
     @property
     def broker_id(self) -> str:
@@ -105,11 +107,15 @@ class BrokerChannelHost:
                 timed_out = True
                 b.log.warning("Unloading of bundle has timed out", bundle=bundle)
         if not disconnect_clients:
+            self._fenced[bundle] = (started, closed, timed_out)
             return closed
         if b.owned.get(bundle) is owned:
             del b.owned[bundle]
         if actor is not None:
             actor.kill()
+        first = self._fenced.pop(bundle, None)
+        if first is not None:   # the unload began with the first phase's close
+            started, closed, timed_out = first[0], first[1] + closed, first[2] or timed_out
         b.events.emit(BundleUnloaded(bundle=bundle, broker=b.broker_id, topics=closed,
                                      duration=b.now - started, timed_out=timed_out))
         return closed
