@@ -44,8 +44,9 @@ it (per run, then per window).
 * `unloads`: decisions.jsonl records with decision "unload" (the shedder's unloads that went through;
   admin unloads and split children are scenario input, not load-balancer behaviour), and
   "extensible_unload" with label Success and a reason other than Admin; `splits`: records
-  "split" whose `ok` is not false, and "extensible_split" with label Success, not Admin; `bundles_unloaded` and `bundles_split`: records "bundle_unloaded" and
-  "bundle_split" (every bundle closed or split by its owner, for any reason).
+  "split" whose `ok` is not false, and "extensible_split" with label Success, not Admin;
+  `bundles_unloaded` and `bundles_split`: records "bundle_unloaded" and "bundle_split" (every bundle
+  closed or split by its owner, for any reason).
   `unloads_per_hour` = unloads * 3600 / scope seconds (likewise
   splits). `repeat_unloads`: unloads of a bundle whose previous unload (any time earlier in the run) was
   at most loadBalancerSheddingGracePeriodMinutes (default 30) before it (`<=`: Pulsar keeps a bundle in

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (Pulsar's test vector below is quoted line for line)
 """The Extensible load manager's series: Pulsar's testGetMetrics vector, the updated_at gate, and the
 metrics hook on a cluster whose load managers carry real counters (fake managers, no wiring)."""
 
