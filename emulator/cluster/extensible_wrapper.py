@@ -38,6 +38,7 @@ Choices where the emulator differs (each named, none changes a decision):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -72,9 +73,11 @@ from .extensible.channel import ServiceUnitStateChannel
 from .extensible.channel_types import ChannelState
 from .extensible.load_data_store import LoadDataStore
 from .extensible.managers import SplitManager, UnloadManager
+from .extensible.metrics_source import CounterSnapshot, ExtensibleMetricsSource
 from .extensible.periodic import at_fixed_rate
 from .extensible.reporters import BrokerLoadDataReporter, BrokerUsage, TopBundleLoadDataReporter
 from .extensible.schedulers import SplitScheduler, UnloadScheduler, channel_ownership
+from .events import ExtensibleAssignment, ExtensibleSplitDecision, ExtensibleUnloadDecision
 from .load_manager import EXTENSIBLE, release_registration
 from .messages import AdminError, LookupFailure, ServerError
 from .metadata_client import MetadataStoreError
@@ -126,6 +129,9 @@ class ExtensibleLoadManagerWrapper:
         self.split_scheduler: SplitScheduler | None = None
         self._lookup_data: dict[str, BrokerLookupData] = {}
         self._policies = PolicyView()
+        self._last_selection: tuple[int, bool] = (0, False)   # candidates, fallback of the last select
+        self._unload_snapshot: CounterSnapshot[UnloadCounter] = CounterSnapshot()
+        self._split_snapshot: CounterSnapshot[SplitCounter] = CounterSnapshot()
 
     def _create_unload_strategy(self, name: str, rng: Any) -> Any:
         """`createNamespaceUnloadStrategy`: the configured class if it is a NamespaceUnloadStrategy,
@@ -148,7 +154,7 @@ class ExtensibleLoadManagerWrapper:
         channel = self.channel = ServiceUnitStateChannel(
             f"{b.broker_id}/channel", b.system, host=self.host, topic=topics.channel(), conf=b.conf)
         b.system.spawn(channel, parent=b)
-        self.assigner = Assigner(channel, self.host, self.assign_counter)
+        self.assigner = Assigner(channel, self, self.assign_counter, self._assigned)
         self.broker_store = LoadDataStore(topics.broker_load_data(), channel)
         self.top_store = LoadDataStore(topics.top_bundles_load_data(), channel)
         channel.load_data_stores = (self.broker_store, self.top_store)
@@ -163,10 +169,10 @@ class ExtensibleLoadManagerWrapper:
                                                       self._now_ms, lambda: self._policies)
         channel.listen(self.top_reporter.handle_event)
         self.unload_scheduler = UnloadScheduler(channel, self.unload_manager, self.unload_strategy, b.conf,
-                                                self._context, self.unload_counter)
+                                                self._context, self.unload_counter, self._unload_run)
         self.split_scheduler = SplitScheduler(channel, self.split_manager, self.split_strategy, b.conf,
-                                              self._context, self._split_bundle_stats, self._bundle_counts,
-                                              self._split_topics)
+                                              self._split_context, self._split_bundle_stats, self._bundle_counts,
+                                              self._split_topics, self._split_run)
         self.state = "RUNNING"
         self._generation += 1
         generation = self._generation
@@ -334,7 +340,9 @@ class ExtensibleLoadManagerWrapper:
         if w is None:   # emulator_instant_stats: every read is a fresh update
             b._update_local_data()
             return self._now_ms(), dict(b.local_data.last_stats)
-        return epoch_ms(b.system.clock) - int(round((b.now - w.stats_updated_at) * 1000)), dict(w.bundle_stats)
+        clock = b.system.clock
+        start_ms = epoch_ms(clock) - clock.now_ms()
+        return start_ms + math.floor(w.stats_updated_at * 1000.0 + 1e-6), dict(w.bundle_stats)
 
     def _split_bundle_stats(self) -> dict[str, NamespaceBundleStats]:
         owned = self.broker.owned
@@ -349,11 +357,26 @@ class ExtensibleLoadManagerWrapper:
         return {bundle: b._topic_stats(o.actor) for bundle, o in b.owned.items()
                 if o.active and o.actor is not None}
 
+    async def _split_context(self) -> LoadManagerContext:
+        """The split run's context, after loading the bundle ranges of every namespace this broker
+        owns a bundle of (`getBundleCount` reads the bundle factory's cache, which loads on a miss;
+        a split invalidates it)."""
+        b = self.broker
+        for namespace in sorted({bundle.rsplit("/", 1)[0] for bundle in b.owned}):
+            try:
+                await b.namespace_bundles(namespace)
+            except LookupFailure:
+                pass   # missing from bundle_counts: the strategy counts it Failure/Unknown
+        return await self._context()
+
     async def _context(self) -> LoadManagerContext:
         """`getContext()` for one decision: the stores, the registry, the channel's ownership."""
         b = self.broker
         assert self.broker_store is not None and self.top_store is not None and self.channel is not None
         self._policies = await b.policy_cache.refresh()
+        if not self._lookup_data.keys() >= b.available_brokers:
+            # getAvailableBrokerLookupDataAsync reads through the metadata cache, which loads a miss
+            await self._refresh_lookup_data()
         owners, splitting = channel_ownership(self.channel)
         available = {x: self._lookup_data.get(x) or BrokerLookupData(broker_id=x)
                      for x in sorted(b.available_brokers)}
@@ -377,9 +400,98 @@ class ExtensibleLoadManagerWrapper:
                 self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
                                       error=str(e))
         if not candidates:
+            self._last_selection = (0, False)
             return None
         selected: str | None = self.strategy.select(set(candidates), bundle, context)
+        self._last_selection = (len(candidates), bool(getattr(self.strategy, "last_fallback", False)))
         return selected
+
+    # ================================================================== decisions as events
+
+    def _assigned(self, bundle: str, selected: str | None, owner: str | None) -> None:
+        """After a lookup's selection: an ExtensibleAssignment when it took effect (the channel's
+        owner is the selected broker) or found no broker; a write another broker's beat is none."""
+        if selected is None or owner == selected:
+            self.report_assignment(bundle, selected)
+
+    def report_assignment(self, bundle: str, selected: str | None) -> None:
+        candidates, fallback = self._last_selection
+        b = self.broker
+        b.events.emit(ExtensibleAssignment(decider=b.broker_id, bundle=bundle, broker=selected,
+                                           candidates=candidates if selected is not None else 0,
+                                           fallback=fallback and selected is not None))
+
+    def _unload_run(self, decisions: list[UnloadDecision], outcomes: dict[str, bool],
+                    context: LoadManagerContext) -> None:
+        """The end of an UnloadScheduler run: each decision as an event (a published unload that did
+        not complete is the Failure/Unknown its counter counted), then the metrics' snapshot."""
+        b = self.broker
+        counter = self.unload_counter
+        loads = context.broker_load_data
+        target = b.conf.load_balancer_broker_load_target_std
+        explanation = getattr(self.unload_strategy, "last_explanation", None) or {}
+        result = explanation.get("result")
+        if not decisions and result:   # a cycle that planned nothing: why (TransferShedder's _skip)
+            b.events.emit(ExtensibleUnloadDecision(
+                leader=b.broker_id, label=UnloadLabel(result[0]), reason=UnloadReason(result[1]),
+                load_avg=explanation.get("avg"), load_std=explanation.get("std"), target_std=target))
+        for d in decisions:
+            u = d.unload
+            label, reason = d.label, d.reason
+            if u is not None and label is UnloadLabel.SUCCESS and not outcomes.get(u.service_unit, False):
+                label, reason = UnloadLabel.FAILURE, UnloadReason.UNKNOWN
+            src = loads.get(u.source_broker) if u is not None else None
+            dst = loads.get(u.dest_broker) if u is not None and u.dest_broker else None
+            b.events.emit(ExtensibleUnloadDecision(
+                leader=b.broker_id, label=label, reason=reason,
+                bundle=u.service_unit if u else None, broker=u.source_broker if u else None,
+                destination=u.dest_broker if u else None, transfer=bool(u and u.dest_broker),
+                load_avg=counter.load_avg, load_std=counter.load_std, target_std=target,
+                max_load=src.weighted_max_ema if src is not None else None,
+                min_load=dst.weighted_max_ema if dst is not None else None))
+        self._unload_snapshot.refresh(counter)
+
+    def _split_run(self, decisions: list[SplitDecision], outcomes: dict[str, bool],
+                   stats: Any) -> None:
+        """The end of a SplitScheduler run: each decision as an event, with the bundle's numbers the
+        strategy compared, then the metrics' snapshot."""
+        b = self.broker
+        conf = b.conf
+        limits = {SplitReason.TOPICS: conf.load_balancer_namespace_bundle_max_topics,
+                  SplitReason.SESSIONS: conf.load_balancer_namespace_bundle_max_sessions,
+                  SplitReason.MSG_RATE: conf.load_balancer_namespace_bundle_max_msg_rate,
+                  SplitReason.BANDWIDTH: conf.load_balancer_namespace_bundle_max_bandwidth_mbytes * 1024 * 1024}
+        for d in decisions:
+            s = d.split
+            label, reason = d.label, d.reason
+            if s is not None and label is SplitLabel.SUCCESS and not outcomes.get(s.service_unit, False):
+                label, reason = SplitLabel.FAILURE, SplitReason.UNKNOWN
+            st = stats.get(s.service_unit) if s is not None else None
+            namespace = s.service_unit.rsplit("/", 1)[0] if s is not None else ""
+            b.events.emit(ExtensibleSplitDecision(
+                broker=b.broker_id, label=label, reason=reason, bundle=s.service_unit if s else None,
+                children=[f"{namespace}/{r}" for r in s.split_service_unit_to_dest_broker]
+                if s is not None and label is SplitLabel.SUCCESS else None,
+                topics=st.topics if st else None,
+                sessions=st.producer_count + st.consumer_count if st else None,
+                msg_rate=st.msg_rate_in + st.msg_rate_out if st else None,
+                throughput=st.msg_throughput_in + st.msg_throughput_out if st else None,
+                threshold=float(limits[reason]) if reason in limits else None))
+        self._split_snapshot.refresh(self.split_counter)
+
+    def extensible_metrics(self) -> ExtensibleMetricsSource | None:
+        """What `getMetrics()` renders for this broker. The broker load data is the reporter's last
+        computed value: Pulsar's getMetrics calls `generateLoadData()`, which moves the EMA on every
+        scrape; here a scrape changes nothing (a recorded run decides as an unrecorded one)."""
+        channel = self.channel
+        if channel is None or self.state == "INIT":
+            return None
+        reporter = self.broker_reporter
+        return ExtensibleMetricsSource(
+            unload_counter=self._unload_snapshot.counter, split_counter=self._split_snapshot.counter,
+            assign_counter=self.assign_counter, channel_counters=channel.counters,
+            broker_load_data=reporter.local if reporter is not None and reporter.published else None,
+            is_leader=self.role == "Leader", owned_service_units=len(channel.owned_service_units()))
 
     async def find_broker_service_url(self, bundle: str) -> str:
         """findBrokerServiceUrl -> assign: the bundle's owner, assigned now if it has none."""

@@ -38,13 +38,12 @@ ignores while a bundle is transferred; the emulator does not count them).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
-from typing import Generic, NamedTuple, TypeVar
+from typing import NamedTuple
 
-import msgspec
 
 from emulator.cluster.extensible.channel_types import ChannelCounters
+from emulator.cluster.extensible.metrics_source import CounterSnapshot, ExtensibleMetricsSource
 from emulator.model.extensible.counters import AssignCounter, SplitCounter, UnloadCounter
 from emulator.model.extensible.load_data import BrokerLoadData
 
@@ -73,41 +72,6 @@ class Series(NamedTuple):
     name: str
     labels: Labels
     value: float
-
-
-class ExtensibleMetricsSource(msgspec.Struct, kw_only=True):
-    """What one broker's Extensible load manager hands the metrics (`extensible_metrics()`).
-
-    `unload_counter` / `split_counter`: the snapshots `getMetrics()` renders (`CounterSnapshot`), None
-    before the first; the unload one is rendered from the leader's source only (only the leader's
-    UnloadScheduler updates it). `broker_load_data`: what `brokerLoadDataReporter.generateLoadData()`
-    gives now, None without a reporter. `owned_service_units`: the channel's
-    `getTotalOwnedServiceUnitCnt()` (bundles Owned with this broker as dst)."""
-
-    unload_counter: UnloadCounter | None
-    split_counter: SplitCounter | None
-    assign_counter: AssignCounter
-    channel_counters: ChannelCounters
-    broker_load_data: BrokerLoadData | None
-    is_leader: bool
-    owned_service_units: int = 0
-
-
-C = TypeVar("C", UnloadCounter, SplitCounter)
-
-
-class CounterSnapshot(Generic[C]):
-    """`unloadMetrics` / `splitMetrics` with `counterLastUpdatedAt`: `refresh(counter)` at the end of
-    a scheduler run keeps a copy when the counter's `updated_at` moved past the last copy's."""
-
-    def __init__(self) -> None:
-        self.counter: C | None = None
-        self.last_updated_at = 0
-
-    def refresh(self, counter: C) -> None:
-        if counter.updated_at > self.last_updated_at:
-            self.counter = copy.deepcopy(counter)
-            self.last_updated_at = counter.updated_at
 
 
 _USAGE_NAMES = (

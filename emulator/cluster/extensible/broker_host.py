@@ -177,7 +177,10 @@ class BrokerChannelHost:
         return self.broker.network.is_listening(broker)
 
     async def select(self, bundle: str, excluded: frozenset[str]) -> str | None:
+        """The channel owner's `overrideOwnership` selects here (a lookup's assignment goes through
+        the Assigner): the override is forced, so the selection takes effect and is reported."""
         result: str | None = await self.manager.select(bundle, excluded)
+        self.manager.report_assignment(bundle, result)
         return result
 
     async def available_brokers(self) -> list[str]:
