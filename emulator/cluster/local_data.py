@@ -90,9 +90,13 @@ class BrokerLoadData(BrokerBase):
             return
         totals = self._sample_windows()
         local = self.local_data
-        now_usage = self.load_source.system_usage(self.broker_id, self.now, {"": totals})
-        local.memory = now_usage.memory
-        local.direct_memory = now_usage.direct_memory
+        memory_usage = getattr(self.load_source, "memory_usage", None)
+        if memory_usage is not None:   # the two memories alone (load.py's WorkloadLoadSource)
+            local.memory, local.direct_memory = memory_usage(self.broker_id, self.now, totals)
+        else:
+            now_usage = self.load_source.system_usage(self.broker_id, self.now, {"": totals})
+            local.memory = now_usage.memory
+            local.direct_memory = now_usage.direct_memory
         stats_version, host_version = self._windows_seen
         if host_version != w.host_version and w.host_usage is not None:
             local.cpu = w.host_usage.cpu
