@@ -321,3 +321,45 @@ def test_the_real_selector_is_polled_by_wall_time_not_at_every_instant():
     assert instants_polls < 1000
     assert n > 0
 
+
+def test_runtime_sleep_keeps_asyncio_sleep_s_order_of_callbacks():
+    """`emulator.runtime.sleep` makes asyncio.sleep's timer at the same point: tasks mixing both, with
+    equal deadlines and plain callbacks at the same instants, run in the same order as with asyncio's."""
+    from emulator.runtime import sleep as fast_sleep
+
+    def trace(use_fast: bool) -> list[tuple[float, str]]:
+        async def main():
+            loop = asyncio.get_running_loop()
+            out: list[tuple[float, str]] = []
+
+            async def worker(name: str, delays: list[float], fast: bool) -> None:
+                for d in delays:
+                    await (fast_sleep(d) if fast else asyncio.sleep(d))
+                    out.append((loop.time(), name))
+
+            for t in (1.0, 2.0, 2.5, 3.0):
+                loop.call_at(t, lambda t=t: out.append((loop.time(), f"cb{t}")))
+            async with anyio.create_task_group() as tg:
+                for i in range(6):
+                    delays = [0.5, 0.5, 1.0, 0.0, 0.5] if i % 2 else [1.0, 0.0, 1.0, 0.5, 0.5]
+                    tg.start_soon(worker, f"w{i}", delays, use_fast and i % 3 != 0)
+            return out
+
+        return run_virtual(main)
+
+    assert trace(True) == trace(False)
+    assert len(trace(True)) == 6 * 5 + 4
+
+
+def test_runtime_sleep_cancelled_leaves_no_timer():
+    from emulator.runtime import sleep as fast_sleep
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with anyio.move_on_after(2.0):
+            await fast_sleep(10.0)
+        t = loop.time()
+        return t, [e for e in loop._scheduled if not e[2]._cancelled]
+
+    t, pending = run_virtual(main)
+    assert t == 2.0 and pending == []
