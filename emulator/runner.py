@@ -225,6 +225,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
     from emulator.observe.expectations import evaluate
+    from emulator.observe.kpis import facts as kpi_facts
     from emulator.observe.timeline import LiveTimeline
     from emulator.observe.monitor import broker_rows, format_broker_table
     from emulator.observe.publish import publish_accounting
@@ -334,9 +335,10 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             kpis = None
             if timeline is not None:
                 timeline.finish()
-                expectations = evaluate(scenario, timeline)
+                derived = kpi_facts(timeline)      # read by both: derived once
+                expectations = evaluate(scenario, timeline, derived)
                 summary = msgspec.structs.replace(summary, expectations=expectations)
-                kpis = whole_run_kpis(timeline)
+                kpis = whole_run_kpis(timeline, derived)
                 if obs.recorder is not None:    # written into run.json when the recording closes
                     obs.recorder.info["expectations"] = msgspec.to_builtins(expectations)
             summary_doc = summary_object(summary, kpis)

@@ -10,10 +10,10 @@ as the broker's load. A part of the broker actor (broker_base.py).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from emulator.model.loaddata import LocalBrokerData, NamespaceBundleStats
+from emulator.runtime import sleep
 
 from .broker_base import BrokerBase
 from .ownership import OwnedBundle
@@ -46,17 +46,17 @@ class BrokerLoadData(BrokerBase):
     async def _stats_loop(self) -> None:
         """updateRates at a fixed rate of statsUpdateFrequencyInSecs after statsUpdateInitialDelayInSecs."""
         assert self.windows is not None
-        await asyncio.sleep(self.conf.stats_update_initial_delay_in_secs)
+        await sleep(self.conf.stats_update_initial_delay_in_secs)
         while True:
             self._sample_windows()
             self.windows.update_stats(self.now)
-            await asyncio.sleep(self.conf.stats_update_frequency_in_secs)
+            await sleep(self.conf.stats_update_frequency_in_secs)
 
     async def _host_usage_loop(self) -> None:
         """calculateBrokerHostUsage with a fixed delay of loadBalancerHostUsageCheckIntervalMinutes."""
         assert self.windows is not None
         while True:
-            await asyncio.sleep(self.conf.load_balancer_host_usage_check_interval_minutes * 60.0)
+            await sleep(self.conf.load_balancer_host_usage_check_interval_minutes * 60.0)
             self._sample_windows()
             self.windows.sample_host(self.now)
 
@@ -90,9 +90,13 @@ class BrokerLoadData(BrokerBase):
             return
         totals = self._sample_windows()
         local = self.local_data
-        now_usage = self.load_source.system_usage(self.broker_id, self.now, {"": totals})
-        local.memory = now_usage.memory
-        local.direct_memory = now_usage.direct_memory
+        memory_usage = getattr(self.load_source, "memory_usage", None)
+        if memory_usage is not None:   # the two memories alone (load.py's WorkloadLoadSource)
+            local.memory, local.direct_memory = memory_usage(self.broker_id, self.now, totals)
+        else:
+            now_usage = self.load_source.system_usage(self.broker_id, self.now, {"": totals})
+            local.memory = now_usage.memory
+            local.direct_memory = now_usage.direct_memory
         stats_version, host_version = self._windows_seen
         if host_version != w.host_version and w.host_usage is not None:
             local.cpu = w.host_usage.cpu

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from emulator.cluster.metadata_messages import (
     BadVersion,
     CloseSession,
@@ -43,7 +41,7 @@ from emulator.cluster.metadata_messages import (
     Watch,
 )
 from emulator.cluster.metadata_store import DEFAULT_SESSION_TIMEOUT, DEFAULT_STORE_NAME
-from emulator.runtime import Actor, ActorDead, AskTimeout
+from emulator.runtime import Actor, ActorDead, AskTimeout, sleep
 
 __all__ = [
     "BadVersion",
@@ -118,7 +116,7 @@ class MetadataClient:
 
     async def _heartbeat(self, session_id: int, interval: float) -> None:
         while True:
-            await anyio.sleep(interval)
+            await sleep(interval)
             if self.session_id != session_id:
                 return
             store = self.owner.system.get(self.store_name)

@@ -63,8 +63,9 @@ def _window(x: Any, scenario: Any, length: float) -> tuple[float, float, str]:
     return start, min(end, length), f"{_dur(start)}..{_dur(end) if x.to is not None else 'end'}"
 
 
-def evaluate(scenario: Any, timeline: Timeline) -> list[ExpectResult]:
-    """Check every [[expect]] of `scenario` on `timeline` (a finished run)."""
+def evaluate(scenario: Any, timeline: Timeline, derived: Any = None) -> list[ExpectResult]:
+    """Check every [[expect]] of `scenario` on `timeline` (a finished run; `derived`: its
+    `kpis.facts`, if made)."""
     if not scenario.expect:
         return []
     t0, span = timeline.t0, timeline.span
@@ -74,7 +75,7 @@ def evaluate(scenario: Any, timeline: Timeline) -> list[ExpectResult]:
     windows = [_window(x, scenario, length) for x in scenario.expect]
     full = [_window(x, scenario, nominal)[1] for x in scenario.expect]
     scopes = [Scope(t0 + s, t0 + max(s, e), e >= length) for s, e, _ in windows]
-    values = compute(timeline, scopes)
+    values = compute(timeline, scopes, derived=derived)
     out = []
     for i, (x, (start, end, text), kpis) in enumerate(zip(scenario.expect, windows, values)):
         if cut and full[i] > length + 1e-6:     # the run ended before the window did: not measurable

@@ -24,9 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["summary_object", "whole_run_kpis", "write_summary_json"]
 
 
-def whole_run_kpis(timeline: "Timeline") -> dict[str, Any]:
-    """Every KPI over the whole run of a finished timeline."""
-    return compute(timeline, [Scope(timeline.t0, timeline.span, True)])[0]
+def whole_run_kpis(timeline: "Timeline", derived: Any = None) -> dict[str, Any]:
+    """Every KPI over the whole run of a finished timeline (`derived`: its `kpis.facts`, if made)."""
+    return compute(timeline, [Scope(timeline.t0, timeline.span, True)], derived=derived)[0]
 
 
 def summary_object(summary: "RunSummary", kpis: dict[str, Any] | None) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Time: `VirtualClock` (deterministic, jumps over idle time; `VirtualEventLoop`) o
 (`PacedEventLoop`: the same jumps, held back to real time x speed), chosen for a whole run by
 `run(main, clock=...)`. Actors: `ActorSystem`,
 `Actor` with `tell` / `ask` / `Reply`, supervision (`ActorDead`, `ActorFailure`). Randomness:
-`derive_rng(seed, name)`. `run` raises the garbage collector's first threshold for the run
+`derive_rng(seed, name)`. `sleep`: asyncio.sleep with fewer frames,
+for the hot periodic loops. `run` raises the garbage collector's first threshold for the run
 (`gc_tuned`).
 """
 
@@ -27,6 +28,7 @@ from .reply import NO_REPLY as NO_REPLY
 from .reply import Reply as Reply
 from .rng import derive_rng as derive_rng
 from .rng import derive_seed as derive_seed
+from .sleep import sleep as sleep
 from .supervision import ActorFailure as ActorFailure
 from .virtual_loop import DeadlockError as DeadlockError
 from .virtual_loop import VirtualEventLoop as VirtualEventLoop
@@ -60,4 +62,5 @@ __all__ = [
     "run",
     "run_external",
     "scaled_wall_loop_factory",
+    "sleep",
 ]

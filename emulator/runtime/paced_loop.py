@@ -116,6 +116,7 @@ class PacedEventLoop(VirtualEventLoop):
     `speed` is emulated seconds per real second; `lag` is the `WallLag` of the run."""
 
     _selector_class = _PacedSelector
+    _skip_polls = False   # every jump waits in the selector for the wall clock
 
     def __init__(self, speed: float = 1.0, stall_timeout: float | None = 1.0,
                  lag: WallLag | None = None) -> None:

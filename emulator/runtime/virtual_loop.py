@@ -14,7 +14,8 @@ Relies on asyncio's private `_scheduled`, `_clock_resolution` and `TimerHandle._
 CPython 3.11; `tests/runtime/test_virtual_loop.py` guards them on every Python upgrade. `_scheduled`
 holds `(when, creation number, handle)` tuples rather than handles, so the heap compares in C (a
 handle's `__lt__` is a Python call, a few per push and pop); asyncio's own `_run_once`, which reads
-handles there, is therefore never used, debug mode included.
+handles there, is therefore never used, debug mode included. On virtual time the real selector (the
+self-pipe, sockets) is polled at most once per millisecond of wall time, not at every instant.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import heapq
 import itertools
 import math
 import selectors
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextvars import Context
@@ -49,6 +51,27 @@ _MIN_CANCELLED_TIMER_HANDLES_FRACTION: float = (
 _MAXIMUM_SELECT_TIMEOUT: float = asyncio.base_events.MAXIMUM_SELECT_TIMEOUT  # type: ignore[attr-defined]
 _format_handle: Callable[[asyncio.Handle], str] = asyncio.base_events._format_handle  # type: ignore[attr-defined]
 _asyncio_logger = asyncio.base_events.logger  # type: ignore[attr-defined]
+_format_callback_source: Callable[..., str] = asyncio.format_helpers._format_callback_source  # type: ignore[attr-defined]
+
+
+_POLL_EVERY = 0.001
+"""Real seconds between two polls of the real selector (sockets, the self-pipe of signals and threads)
+while the loop runs on virtual time: a poll is a system call and several Python frames, and a day of
+`default` has 730,000 distinct instants. A request or signal waits at most this long more; a thread's
+`call_soon_threadsafe` puts its callback in the ready queue itself, and external work polls as before."""
+_perf_counter = time.perf_counter
+
+
+def _callback_failed(handle: asyncio.Handle, exc: BaseException) -> None:
+    """asyncio.Handle._run's except clause: the loop's exception handler gets the failed callback."""
+    context: dict[str, Any] = {
+        "message": f"Exception in callback {_format_callback_source(handle._callback, handle._args)}",  # type: ignore[attr-defined]
+        "exception": exc,
+        "handle": handle,
+    }
+    if handle._source_traceback:  # type: ignore[attr-defined]
+        context["source_traceback"] = handle._source_traceback  # type: ignore[attr-defined]
+    handle._loop.call_exception_handler(context)  # type: ignore[attr-defined]
 
 
 class DeadlockError(RuntimeError):
@@ -89,6 +112,10 @@ class _FifoTimerHandle(asyncio.TimerHandle):
     def __lt__(self, other: _FifoTimerHandle) -> bool:  # type: ignore[override]
         mine, theirs = self._when, other._when
         return mine < theirs or (mine == theirs and self._seq < other._seq)
+
+
+_PLAIN_HANDLES = frozenset({asyncio.Handle, asyncio.TimerHandle, _FifoTimerHandle})
+"""Handles whose `_run` is asyncio.Handle's: `_run_once` runs their callback inline."""
 
 
 # --------------------------------------------------------------------------- the jumping selector
@@ -166,9 +193,14 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
     _check_thread: Callable[[], None]
     _check_callback: Callable[[Callable[..., object], str], None]
 
+    _skip_polls = True
+    """Jump without asking the real selector when it was asked less than `_POLL_EVERY` ago (False
+    on the paced wall loop, whose selector waits for the wall clock)."""
+
     def __init__(self, stall_timeout: float | None = 1.0) -> None:
         self.stall_timeout = _check_stall_timeout(stall_timeout)
         self._virtual_now = 0.0
+        self._next_poll = 0.0
         self._external_in_flight = 0
         self._timer_seq = itertools.count()
         super().__init__(self._selector_class(selectors.DefaultSelector(), self))
@@ -224,7 +256,19 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             timeout = 0
         elif scheduled:
             timeout = min(max(0.0, scheduled[0][0] - self.time()), _MAXIMUM_SELECT_TIMEOUT)
-        self._process_events(self._selector.select(timeout))
+        if (self._skip_polls and timeout is not None and not self._external_in_flight
+                and _perf_counter() < self._next_poll):
+            # the real selector was asked less than _POLL_EVERY ago: no poll, and a jump (as
+            # _JumpingSelector.select would make it) straight onto the earliest deadline
+            if timeout:
+                target = scheduled[0][0]
+                if target == math.inf:        # sleep_forever(): the selector's stall check
+                    self._poll(timeout)
+                elif target > self._virtual_now:
+                    self._virtual_now = target
+                    self._clock_resolution = max(_MIN_CLOCK_RESOLUTION, math.ulp(target))
+        else:
+            self._poll(timeout)
         heappop = heapq.heappop
         debug = self._debug
         for _ in range(_ROUNDS_PER_POLL):
@@ -239,14 +283,28 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
                 return
             popleft = ready.popleft
             for _ in range(ntodo):
-                callback = popleft()
-                if not callback._cancelled:
-                    if debug:
-                        self._run_debug(callback)
-                    else:
-                        callback._run()
+                handle = popleft()
+                if handle._cancelled:
+                    continue
+                if debug:
+                    self._run_debug(handle)
+                elif type(handle) in _PLAIN_HANDLES:
+                    # Handle._run's body, without its frame (two million callbacks a day of `default`)
+                    try:
+                        handle._context.run(handle._callback, *handle._args)
+                    except (SystemExit, KeyboardInterrupt):
+                        raise
+                    except BaseException as exc:
+                        _callback_failed(handle, exc)
+                else:
+                    handle._run()
             if self._stopping:
                 return
+
+    def _poll(self, timeout: float | None) -> None:
+        """Ask the selector (real I/O first, then the jump or the stall: `_JumpingSelector.select`)."""
+        self._next_poll = _perf_counter() + _POLL_EVERY
+        self._process_events(self._selector.select(timeout))
 
     def _run_debug(self, handle: asyncio.Handle) -> None:
         """asyncio's debug-mode call of one callback: the current handle set, a slow one warned."""

@@ -35,7 +35,7 @@ from operator import attrgetter, is_
 import numpy as np
 
 from emulator.cluster.load_source import SystemUsage, TopicLoad, TopicTable, TrafficCurves
-from emulator.model.loaddata import NamespaceBundleStats
+from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
 
 from .resources import BrokerTraffic, ResourceModel
 from .traffic import Linear, TopicSubset, TrafficModel
@@ -298,3 +298,9 @@ class WorkloadLoadSource:
         self, broker_id: str, now: float, stats: Mapping[str, NamespaceBundleStats]
     ) -> SystemUsage:
         return self.resources.usage(broker_id, BrokerTraffic.from_stats(stats))
+
+    def memory_usage(self, broker_id: str, now: float,
+                     totals: NamespaceBundleStats) -> tuple[ResourceUsage, ResourceUsage]:
+        """`system_usage(broker_id, now, {"": totals})`'s memory and direct memory alone (the same
+        values and noise draws; `ResourceModel.memory_usage`)."""
+        return self.resources.memory_usage(broker_id, totals)

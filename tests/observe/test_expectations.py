@@ -15,7 +15,7 @@ import pytest
 
 from emulator.model.config import ServiceConfig
 from emulator.observe.expectations import evaluate
-from emulator.observe.kpis import KPIS, Scope, compute
+from emulator.observe.kpis import KPIS, Scope, compute, facts
 from emulator.observe.timeline import Timeline
 from emulator.runner import RunOptions, run
 from emulator.workload import loader
@@ -164,6 +164,11 @@ def test_kpis_over_any_window_agree_with_the_rollup_definitions(tmp_path):
     # the windows add up to the run for the counting KPIs
     for name in ("unloads", "bundle_moves", "lookups", "reconnects"):
         assert sum(v[name] for v in mine[1:]) == pytest.approx(mine[0][name])
+    # what the scopes read, derived once and passed to several computations: the same values
+    derived = facts(tl)
+    assert compute(tl, scopes[:3], derived=derived) + compute(tl, scopes[3:], derived=derived) == mine
+    with pytest.raises(ValueError, match="another timeline"):
+        compute(Timeline.from_recording(result.record_path), scopes, derived=derived)
 
 
 @pytest.mark.parametrize("expect, needle", [

@@ -255,3 +255,111 @@ def test_equal_deadlines_fire_in_creation_order_and_debug_mode_runs_the_same_loo
     evens = [(i, 2.5, debug) for i in range(0, 40, 2)]
     odds = [(i, 5.0, debug) for i in range(1, 40, 2) if i != 7]
     assert fired == evens + odds
+
+
+def test_a_failing_callback_reaches_the_exception_handler_as_from_asyncio_s_handle():
+    """`_run_once` runs a plain handle's callback inline: a failure must still reach the loop's
+    exception handler with Handle._run's context, and the loop must go on."""
+    loop = VirtualEventLoop()
+    seen: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    after: list[float] = []
+
+    def boom() -> None:
+        raise ZeroDivisionError("x")
+
+    try:
+        loop.call_soon(boom)
+        timer = loop.call_at(3.0, boom)
+        loop.call_at(4.0, lambda: after.append(loop.time()))
+        loop.call_at(5.0, loop.stop)
+        loop.run_forever()
+    finally:
+        loop.close()
+    assert [type(c["exception"]) for c in seen] == [ZeroDivisionError, ZeroDivisionError]
+    assert seen[0]["message"].startswith("Exception in callback ") and "boom" in seen[0]["message"]
+    assert seen[1]["handle"] is timer
+    assert after == [4.0]
+
+
+def test_the_real_selector_is_polled_by_wall_time_not_at_every_instant():
+    """A poll is a system call: thousands of instants in a millisecond of wall time need one, yet a
+    real event (here a socket's data, written by a thread) is still seen while the clock runs on."""
+    import socket
+
+    polls = 0
+
+    async def main():
+        nonlocal polls
+        loop = asyncio.get_running_loop()
+        real = loop._selector._real
+        select = real.select
+
+        def counting(timeout=None):
+            nonlocal polls
+            polls += 1
+            return select(timeout)
+
+        real.select = counting
+        for _ in range(5000):            # 5,000 instants
+            await asyncio.sleep(1.0)
+        instants_polls = polls
+        a, b = socket.socketpair()
+        got = asyncio.Event()
+        loop.add_reader(a.fileno(), got.set)
+        threading.Timer(0.05, b.send, args=(b"x",)).start()
+        n = 0
+        while not got.is_set():          # the clock keeps jumping while the data is on its way
+            await asyncio.sleep(1.0)
+            n += 1
+        loop.remove_reader(a.fileno())
+        a.close()
+        b.close()
+        return instants_polls, n
+
+    instants_polls, n = run_virtual(main)
+    assert instants_polls < 1000
+    assert n > 0
+
+
+def test_runtime_sleep_keeps_asyncio_sleep_s_order_of_callbacks():
+    """`emulator.runtime.sleep` makes asyncio.sleep's timer at the same point: tasks mixing both, with
+    equal deadlines and plain callbacks at the same instants, run in the same order as with asyncio's."""
+    from emulator.runtime import sleep as fast_sleep
+
+    def trace(use_fast: bool) -> list[tuple[float, str]]:
+        async def main():
+            loop = asyncio.get_running_loop()
+            out: list[tuple[float, str]] = []
+
+            async def worker(name: str, delays: list[float], fast: bool) -> None:
+                for d in delays:
+                    await (fast_sleep(d) if fast else asyncio.sleep(d))
+                    out.append((loop.time(), name))
+
+            for t in (1.0, 2.0, 2.5, 3.0):
+                loop.call_at(t, lambda t=t: out.append((loop.time(), f"cb{t}")))
+            async with anyio.create_task_group() as tg:
+                for i in range(6):
+                    delays = [0.5, 0.5, 1.0, 0.0, 0.5] if i % 2 else [1.0, 0.0, 1.0, 0.5, 0.5]
+                    tg.start_soon(worker, f"w{i}", delays, use_fast and i % 3 != 0)
+            return out
+
+        return run_virtual(main)
+
+    assert trace(True) == trace(False)
+    assert len(trace(True)) == 6 * 5 + 4
+
+
+def test_runtime_sleep_cancelled_leaves_no_timer():
+    from emulator.runtime import sleep as fast_sleep
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with anyio.move_on_after(2.0):
+            await fast_sleep(10.0)
+        t = loop.time()
+        return t, [e for e in loop._scheduled if not e[2]._cancelled]
+
+    t, pending = run_virtual(main)
+    assert t == 2.0 and pending == []

@@ -168,3 +168,26 @@ def test_noise_drawn_ahead_is_the_three_at_a_time_stream():
             want = (max(0.0, 1.0 + k.noise_cpu * float(z[0])), max(0.0, 1.0 + k.noise_memory * float(z[1])),
                     max(0.0, 1.0 + k.noise_bandwidth * float(z[2])))
             assert model._noise_multipliers(broker) == want
+
+
+def test_memory_usage_is_usage_memories_bit_for_bit_with_the_same_draws():
+    """A report tick asks only for heap and direct memory: the same bits as `usage`'s, and the noise
+    stream moves by the same three draws (interleaved calls of both stay in step)."""
+    rng = np.random.default_rng(3)
+    caps = {"broker-2:8080": BrokerCapacity(heap_mb=512.0, direct_mb=256.0)}   # some saturate
+    full = ResourceModel(ResourceModelConstants(), seed=5, capacities=caps)
+    fast = ResourceModel(ResourceModelConstants(), seed=5, capacities=caps)
+    for i in range(300):
+        broker = f"broker-{i % 3}:8080"
+        totals = NamespaceBundleStats(
+            msg_rate_in=float(rng.uniform(0, 5e4)), msg_rate_out=float(rng.uniform(0, 1e5)),
+            msg_throughput_in=float(rng.uniform(0, 5e7)) if i % 7 else -0.0,
+            msg_throughput_out=float(rng.uniform(0, 9e7)), consumer_count=int(rng.integers(0, 900)),
+            producer_count=int(rng.integers(0, 900)), topics=int(rng.integers(0, 600)))
+        u = full.usage(broker, BrokerTraffic.from_stats({"": totals}))
+        if i % 5 == 0:   # both paths on the same model keep its stream in step
+            assert fast.usage(broker, BrokerTraffic.from_stats({"": totals})) == u
+            continue
+        memory, direct = fast.memory_usage(broker, totals)
+        assert (memory.usage, memory.limit) == (u.memory.usage, u.memory.limit)
+        assert (direct.usage, direct.limit) == (u.direct_memory.usage, u.direct_memory.limit)
