@@ -504,6 +504,22 @@ class ExtensibleLoadManagerWrapper:
         except Exception as e:   # the lookup's exceptionally: handleLookupError -> ServiceNotReady
             raise LookupFailure(ServerError.SERVICE_NOT_READY, f"{type(e).__name__}: {e}") from None
 
+    async def check_ownership(self, bundle: str) -> bool:
+        """checkOwnershipAsync: the channel's owner of `bundle` (waiting while it is in flight) is this
+        broker; if so the bundle is served here from now on (the Owned value's `own` may not have run
+        yet in this instant)."""
+        channel = self.channel
+        if channel is None or self.state != "RUNNING":
+            return False
+        try:
+            owner = await channel.get_owner(bundle)
+        except Exception:   # deleted, in-flight timeout, inactive owner: not served here
+            return False
+        if owner != self.broker.broker_id:
+            return False
+        self.host.own_now(bundle)
+        return True
+
     def is_centralized(self) -> bool:
         return False
 

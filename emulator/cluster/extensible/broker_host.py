@@ -65,6 +65,10 @@ class BrokerChannelHost:
     async def own(self, bundle: str) -> None:
         self._own(bundle)
 
+    def own_now(self, bundle: str) -> None:
+        """`own`, at once (the channel says this broker owns the bundle)."""
+        self._own(bundle)
+
     def _own(self, bundle: str) -> OwnedBundle:
         b = self.broker
         owned = b.owned.get(bundle)
