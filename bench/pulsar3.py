@@ -104,7 +104,8 @@ def with_load_manager(scenario: Any, load_manager: str) -> Any:
         raise ValueError(f"load manager = {load_manager!r}; expected one of {', '.join(LOAD_MANAGERS)}")
     settings = {**scenario.settings, "loadManagerClassName": LOAD_MANAGERS["extensible"],
                 "loadBalancerLoadSheddingStrategy": TRANSFER_SHEDDER}
-    return msgspec.structs.replace(scenario, settings=settings)
+    cluster = msgspec.structs.replace(scenario.cluster, shedder=None)   # [cluster] shedder outranks [settings]
+    return msgspec.structs.replace(scenario, settings=settings, cluster=cluster)
 
 
 class Run(msgspec.Struct, kw_only=True):
