@@ -275,9 +275,9 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             scheduled = self._scheduled
             end_time = self._virtual_now + self._clock_resolution
             while scheduled and scheduled[0][0] < end_time:
-                handle = heappop(scheduled)[2]
-                handle._scheduled = False
-                ready.append(handle)
+                timer = heappop(scheduled)[2]
+                timer._scheduled = False
+                ready.append(timer)
             ntodo = len(ready)
             if not ntodo:
                 return
