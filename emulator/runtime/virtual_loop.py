@@ -291,7 +291,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
                 elif type(handle) in _PLAIN_HANDLES:
                     # Handle._run's body, without its frame (two million callbacks a day of `default`)
                     try:
-                        handle._context.run(handle._callback, *handle._args)
+                        handle._context.run(handle._callback, *handle._args)  # type: ignore[attr-defined]
                     except (SystemExit, KeyboardInterrupt):
                         raise
                     except BaseException as exc:
