@@ -44,8 +44,8 @@ try:  # issue 19's publish-latency model; the summary's `publish` line is None w
 except ImportError:  # pragma: no cover - an emulator before the model
     publish_accounting = None  # type: ignore[assignment]
 
-__all__ = ["MEASURES", "PUBLISHED", "Measure", "Published", "Run", "main", "measure", "publish_latency",
-           "reduced", "render", "SCENARIOS"]
+__all__ = ["LOAD_MANAGERS", "MEASURES", "PUBLISHED", "PUBLISHED_EXTENSIBLE", "Measure", "Published", "Run", "main",
+           "measure", "publish_latency", "published", "reduced", "render", "SCENARIOS", "with_load_manager"]
 
 SCENARIOS = ["pulsar3-scale-up", "pulsar3-scale-down", "pulsar3-split", "pulsar3-restart",
              "pulsar3-rolling-restart"]
@@ -75,11 +75,45 @@ PUBLISHED: dict[str, Published] = {
 }
 
 
+PUBLISHED_EXTENSIBLE: dict[str, Published] = {
+    "pulsar3-scale-up": Published(5 * 60.0, "5 -> 10 brokers: time to balance"),
+    "pulsar3-scale-down": Published(3 * 60.0, "10 -> 5 brokers: time to balance"),
+    "pulsar3-split": Published(13 * 60.0, "split 1 -> 128 bundles and balance"),
+    "pulsar3-restart": Published(10 * 60.0, "100 brokers restarted: time until every publisher is back"),
+    "pulsar3-rolling-restart": Published(1.228, "rolling restart: P99.99 publish latency", unit="ms"),
+}
+"""The same table's Extensible column (ExtensibleLoadManagerImpl with TransferShedder)."""
+
+LOAD_MANAGERS = {"modular": "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+                 "extensible": "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"}
+TRANSFER_SHEDDER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
+
+
+def published(scenario: str, load_manager: str = "modular") -> Published:
+    """The published figure of `scenario` in `load_manager`'s column."""
+    return (PUBLISHED_EXTENSIBLE if load_manager == "extensible" else PUBLISHED)[scenario]
+
+
+def with_load_manager(scenario: Any, load_manager: str) -> Any:
+    """`scenario` under `load_manager` ("modular" as written; "extensible": loadManagerClassName and
+    loadBalancerLoadSheddingStrategy as Pulsar's docs configure the Extensible load manager, which is
+    how its column was measured)."""
+    if load_manager == "modular":
+        return scenario
+    if load_manager != "extensible":
+        raise ValueError(f"load manager = {load_manager!r}; expected one of {', '.join(LOAD_MANAGERS)}")
+    settings = {**scenario.settings, "loadManagerClassName": LOAD_MANAGERS["extensible"],
+                "loadBalancerLoadSheddingStrategy": TRANSFER_SHEDDER}
+    cluster = msgspec.structs.replace(scenario.cluster, shedder=None)   # [cluster] shedder outranks [settings]
+    return msgspec.structs.replace(scenario, settings=settings, cluster=cluster)
+
+
 class Run(msgspec.Struct, kw_only=True):
     """One run of one scenario with one seed."""
 
     scenario: str
     seed: int
+    load_manager: str = "modular"
     figure: float | None
     """Seconds (None: not measurable in this run, `note` says why)."""
     note: str = ""
@@ -347,13 +381,18 @@ async def _run_async(scenario: Any, seed: int, check_interval: float, quiet: flo
     return result
 
 
-def measure(scenario: Any, seed: int, *, check_interval: float = 10.0, quiet: float = QUIET) -> Run:
-    """Run `scenario` (a Scenario named pulsar3-*) with `seed` on a fresh virtual clock and measure it."""
+def measure(scenario: Any, seed: int, *, check_interval: float = 10.0, quiet: float = QUIET,
+            load_manager: str = "modular") -> Run:
+    """Run `scenario` (a Scenario named pulsar3-*) with `seed` on a fresh virtual clock and measure it,
+    under `load_manager` ("modular" or "extensible")."""
     from emulator.runtime import VirtualClock, run
 
     if scenario.name not in MEASURES:
         raise ValueError(f"scenario = {scenario.name!r}: no measure; expected one of {', '.join(MEASURES)}")
-    return run(_run_async, scenario, seed, check_interval, quiet, clock=VirtualClock())  # type: ignore[no-any-return]
+    result: Run = run(_run_async, with_load_manager(scenario, load_manager), seed, check_interval, quiet,
+                      clock=VirtualClock())
+    result.load_manager = load_manager
+    return result
 
 
 # --------------------------------------------------------------------------- reduced sizes
@@ -429,11 +468,12 @@ def _fmt(seconds: float | None, unit: str) -> str:
 def render(runs: Sequence[Run]) -> str:
     """Measured against published, one line per scenario: mean and range over the seeds whose run had a
     figure, the ratio of the mean to the published figure and whether it is within a factor of 2."""
-    head = ["scenario", "published", "measured (mean)", "range", "ratio", f"within x{FACTOR:g}", "seeds", "note"]
+    head = ["scenario", "load manager", "published", "measured (mean)", "range", "ratio", f"within x{FACTOR:g}",
+            "seeds", "note"]
     lines = [head]
-    for name in dict.fromkeys(r.scenario for r in runs):
-        pub = PUBLISHED[name]
-        rs = [r for r in runs if r.scenario == name]
+    for name, lm in dict.fromkeys((r.scenario, r.load_manager) for r in runs):
+        pub = published(name, lm)
+        rs = [r for r in runs if r.scenario == name and r.load_manager == lm]
         vals = [r.figure for r in rs if r.figure is not None]
         notes = sorted({r.note for r in rs if r.note} | {f"{r.violations} invariant violations"
                                                          for r in rs if r.violations})
@@ -442,9 +482,9 @@ def render(runs: Sequence[Run]) -> str:
             ratio = mean / pub.value
             within = "yes" if 1 / FACTOR <= ratio <= FACTOR else "no"
             rng = f"{_fmt(min(vals), pub.unit)} .. {_fmt(max(vals), pub.unit)}"
-            row = [name, _fmt(pub.value, pub.unit), _fmt(mean, pub.unit), rng, f"{ratio:.2f}", within]
+            row = [name, lm, _fmt(pub.value, pub.unit), _fmt(mean, pub.unit), rng, f"{ratio:.2f}", within]
         else:
-            row = [name, _fmt(pub.value, pub.unit), "-", "-", "-", "n/a"]
+            row = [name, lm, _fmt(pub.value, pub.unit), "-", "-", "-", "n/a"]
         row += [f"{len(vals)}/{len(rs)}", "; ".join(notes)]
         lines.append(row)
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head) - 1)]
@@ -479,7 +519,13 @@ def main(argv: list[str] | None = None, out: Any = None, err: Any = None) -> int
     p.add_argument("--quiet", type=float, default=QUIET,
                    help=f"emulated seconds without a bundle move that count as settled (default {QUIET:g})")
     p.add_argument("--json", default=None, help="also write every run as JSON to this file")
+    p.add_argument("--load-managers", default="modular,extensible",
+                   help="comma-separated columns to measure: modular, extensible (default both)")
     a = p.parse_args(argv)
+    managers = [x.strip() for x in a.load_managers.split(",") if x.strip()]
+    if not managers or any(m not in LOAD_MANAGERS for m in managers):
+        err.write(f"--load-managers = {a.load_managers!r}: expected some of {', '.join(LOAD_MANAGERS)}\n")
+        return 2
     try:
         seeds = [int(x) for x in a.seeds.split(",") if x.strip()]
     except ValueError:
@@ -499,10 +545,10 @@ def main(argv: list[str] | None = None, out: Any = None, err: Any = None) -> int
     for name in names:
         scenario = reduced(name) if a.quick else library.load(name)
         interval = a.check_interval or (60.0 if name == "pulsar3-restart" else 10.0)
-        for seed in seeds:
-            r = measure(scenario, seed, check_interval=interval, quiet=a.quiet)
+        for lm, seed in [(lm, seed) for lm in managers for seed in seeds]:
+            r = measure(scenario, seed, check_interval=interval, quiet=a.quiet, load_manager=lm)
             runs.append(r)
-            err.write(f"{name} seed {seed}: {_fmt(r.figure, PUBLISHED[name].unit)}  "
+            err.write(f"{name} {lm} seed {seed}: {_fmt(r.figure, PUBLISHED[name].unit)}  "
                       f"({r.wall_s:.0f} s wall, {r.emulated_s:.0f} emulated s) {r.note}\n"
                       f"    {_details(r)}\n")
             err.flush()

@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--url", required=True, help="http://127.0.0.1:PORT of `run --metrics-port PORT`")
     monitor.add_argument("--watch", metavar="INTERVAL",
                          help="print the tables again every INTERVAL of real time (e.g. 5s) until interrupted")
+    monitor.add_argument("--extensions", action="store_true",
+                         help="the Extensible load manager's tables (monitor-brokers --extensions): "
+                              "each broker's BrokerLoadData from the broker-load-data table view")
     monitor.set_defaults(func=cmd_monitor)
 
     from emulator.snapshot.cli import add_snapshot_parser
@@ -252,18 +255,21 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    from emulator.observe.monitor import MonitorError, monitor, watch
+    from emulator.observe.monitor import MonitorError, NoExtensibleBrokers, monitor, watch
 
     interval = (parse_flag_duration(args.watch, flag="--watch") if args.watch is not None else None)
     try:
         if interval is None:
-            sys.stdout.write(monitor(args.url) + "\n")
+            sys.stdout.write(monitor(args.url, extensions=args.extensions) + "\n")
         else:
-            watch(args.url, interval)
+            watch(args.url, interval, extensions=args.extensions)
     except KeyboardInterrupt:
         return 0
     except ValueError as e:
         raise UsageError(f"--url = {args.url!r}: {e}") from None
+    except NoExtensibleBrokers as e:
+        sys.stderr.write(f"pulsar-lb-emulator: monitor --extensions: {e}\n")
+        return EXIT_USAGE
     except MonitorError as e:
         sys.stderr.write(f"pulsar-lb-emulator: {e}\n")
         return 1

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 import anyio
 import msgspec
 
+from emulator.cluster.load_manager import EXTENSIBLE
 from emulator.model.config import ConfigError, ServiceConfig
 from emulator.runtime import Clock, VirtualClock, WallClock, run as run_on_clock
 
@@ -178,7 +179,7 @@ def effective_config(scenario: Any, opts: RunOptions, base: ServiceConfig | None
         value = placement if key.endswith("PlacementStrategy") else shedder
         return RunError(f"{sources}: {key} = {value!r}: {reason.splitlines()[0]}")
 
-    check_strategies(placement, shedder, fail)
+    check_strategies(placement, shedder, fail, extensible=conf.load_manager_class_name == EXTENSIBLE)
     return conf
 
 

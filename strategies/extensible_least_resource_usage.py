@@ -36,10 +36,12 @@ class LeastResourceUsageWithWeight:
             raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
         self.rng = rng
         self.last_scores = None
+        self.last_fallback = False
 
     def select(self, brokers: set[str], bundle: str, context: LoadManagerContext) -> str | None:
         if not brokers:
             self.last_scores = {}
+            self.last_fallback = False
             return None
         store = context.broker_load_data
         scores = {b: store[b].weighted_max_ema for b in sorted(brokers) if b in store}
@@ -52,4 +54,5 @@ class LeastResourceUsageWithWeight:
             avg = total / len(scores)
             diff = context.conf.load_balancer_average_resource_usage_difference_threshold_percentage / 100.0
             best = [b for b, score in scores.items() if score + diff <= avg]
+        self.last_fallback = not best   # none clearly below the average: any candidate
         return choose(self.rng, best or brokers)

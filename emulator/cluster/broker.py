@@ -40,6 +40,7 @@ from emulator.model.loaddata import LocalBrokerData, default_advertised_listener
 from emulator.runtime import ActorSystem, Reply, sleep
 
 from . import load_manager as load_managers
+from .extensible.topics import ExtensibleTopics
 from . import paths
 from .broker_base import BrokerStats
 from .decoded import DecodeCache
@@ -100,6 +101,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         decoded: DecodeCache | None = None,
         latencies: Latencies | None = None,
         cluster_name: str = "cluster",
+        extensible_topics: ExtensibleTopics | None = None,
     ) -> None:
         super().__init__(broker_id, system)
         # shared with the cluster's other brokers: what they decode, they only read
@@ -124,6 +126,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
                                         lambda: self.conf.max_concurrent_topic_load_request)
         self.md = MetadataClient(self, store_name)
         self.cluster_name = cluster_name
+        # the Extensible load manager's system topics: the cluster's, shared by its brokers
+        self.extensible_topics = extensible_topics if extensible_topics is not None else ExtensibleTopics(system)
         # the policies a local decision applies; refreshed only when one is made (_select_locally)
         self.policy_cache = PolicyCache(self.md, cluster_name, conf)
         self.service_url = service_url_of(broker_id)
@@ -248,13 +252,25 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             self.start_soon(self._on_session_lost)
             reply.ok(None)
         elif kind is UnloadBundle:
-            self.start_soon(self._admin, self.unload_bundle, (msg.bundle,), {}, reply)
+            via_channel = getattr(self.load_manager, "unload_namespace_bundle", None)
+            if via_channel is not None:   # Extensible: an Admin unload (or transfer) through the channel
+                self.start_soon(self._admin, via_channel, (msg.bundle, msg.destination), {}, reply)
+            else:
+                self.start_soon(self._admin, self.unload_bundle, (msg.bundle,), {}, reply)
         elif kind is SplitBundle:
-            self.start_soon(self._admin, self.split_and_own_bundle, (msg.bundle,),
-                            {"unload": msg.unload, "algorithm": msg.algorithm,
-                             "boundaries": msg.boundaries}, reply)
+            via_channel = getattr(self.load_manager, "split_namespace_bundle", None)
+            if via_channel is not None:
+                self.start_soon(self._admin, via_channel, (msg.bundle,), {}, reply)
+            else:
+                self.start_soon(self._admin, self.split_and_own_bundle, (msg.bundle,),
+                                {"unload": msg.unload, "algorithm": msg.algorithm,
+                                 "boundaries": msg.boundaries}, reply)
         elif kind is AcquireBundle:
-            self.start_soon(self._admin, self._acquire_stated, (msg.bundle,), {}, reply)
+            via_channel = getattr(self.load_manager, "assign_stated", None)
+            if via_channel is not None:
+                self.start_soon(self._admin, via_channel, (msg.bundle, self.broker_id), {}, reply)
+            else:
+                self.start_soon(self._admin, self._acquire_stated, (msg.bundle,), {}, reply)
         elif kind is WarmStart:
             self.start_soon(self._admin, self.warm_start, (), {}, reply)
         else:
@@ -285,6 +301,10 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         elif path.startswith(paths.BROKERS + "/"):
             if note.type in ("Created", "Deleted"):
                 self.start_soon(self._refresh_available_brokers)
+                # BrokerRegistry listeners (the Extensible channel's clean-up)
+                on_registry = getattr(self.load_manager, "on_broker_registry_event", None)
+                if on_registry is not None:
+                    on_registry(path[len(paths.BROKERS) + 1:], note.type == "Created")
         elif path == paths.DYNAMIC_CONFIGURATION:
             if note.type != "Deleted" and not self._switching:
                 self._switching = True
@@ -345,6 +365,9 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         logged it and kept serving, which leaves two owners."""
         self.events.emit(SessionLost(broker=self.broker_id,
                                      policy=self.conf.zookeeper_session_expired_policy))
+        on_lost = getattr(self.load_manager, "on_session_lost", None)
+        if on_lost is not None:   # the Extensible channel's metadata state (handleMetadataSessionEvent)
+            on_lost()
         if self.conf.zookeeper_session_expired_policy == "shutdown":
             self.crash()
             return

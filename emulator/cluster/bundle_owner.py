@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from .load_source import TopicLoad, TopicTable
-from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind
+from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind, TopicFenced
 
 if TYPE_CHECKING:  # pragma: no cover
     from .latency import LatencySampler
@@ -37,6 +37,7 @@ class BundleOwner(Actor):
         self.topics = TopicTable()
         # (client, handle id) per topic, so a duplicate attach after a reconnect is idempotent
         self._handles: dict[str, set[tuple[str, int, HandleKind]]] = {}
+        self._closed = False   # its topics were closed (an unload, or a transfer's first phase)
 
     async def receive(self, msg: Any, reply: Reply) -> None:
         if type(msg) is CloseTopics:
@@ -73,7 +74,7 @@ class BundleOwner(Actor):
         else:
             load.consumers -= 1
 
-    async def close_topics(self) -> int:
+    async def close_topics(self, *, disconnect: bool = True, assigned_broker: str | None = None) -> int:
         """topic.close(closeWithoutWaitingClientDisconnect=true): CloseProducer/CloseConsumer to every
         client first, without waiting for their answer; then the managed ledgers close, and only then
         are the topics gone from this broker (PersistentTopic.close sends the disconnects, then
@@ -85,23 +86,37 @@ class BundleOwner(Actor):
         `bundle_close` plus the slowest of the topics' `topic_close` draws, as
         BrokerService.unloadServiceUnit closes them concurrently and waits for all
         (FutureUtil.waitForAll); the unload's ask gives up after namespaceBundleUnloadingTimeoutMs.
-        Without: `close_time` plus `close_time_per_topic` per topic (ClusterSettings knobs)."""
-        n = len(self.topics)
-        if self.latency is not None:
+        Without: `close_time` plus `close_time_per_topic` per topic (ClusterSettings knobs).
+
+        The Extensible load manager's two-phase transfer (PIP-307) closes in two calls:
+        `disconnect=False` closes the topics and keeps the clients attached (their sends are ignored:
+        each is told `TopicFenced`), then, once the destination owns the bundle, `disconnect=True`
+        with `assigned_broker` tells them where to go (CloseProducer's `assignedBrokerServiceUrl`);
+        the second call closes nothing more, its topics are already gone."""
+        closed = self._closed
+        n = 0 if closed else len(self.topics)
+        if closed:
+            delay = 0.0
+        elif self.latency is not None:
             delay = self.latency("bundle_close") + self.latency.max_of("topic_close", n)
         else:
             delay = self.close_time + self.close_time_per_topic * n
+        network = self.network
         for topic, client, hid, kind in self.handles():
-            actor = self.network.client(client) if self.network is not None else None
+            actor = network.client(client) if network is not None else None
             if actor is not None:
-                actor.tell(CloseHandle(topic, hid, kind))
-        self._handles.clear()
+                actor.tell(CloseHandle(topic, hid, kind, assigned_broker) if disconnect
+                           else TopicFenced(topic, hid, kind))
+        if disconnect:
+            self._handles.clear()
+        self._closed = True
         if delay > 0:
             import anyio
 
             await anyio.sleep(delay)
-        self.topics.clear()
-        self.topics.version += 1
+        if not closed:
+            self.topics.clear()
+            self.topics.version += 1
         return n
 
     def hand_over(self, child: "BundleOwner", contains: Any) -> None:

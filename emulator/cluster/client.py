@@ -41,6 +41,7 @@ from .messages import (
     Attach,
     AttachResult,
     CloseHandle,
+    TopicFenced,
     ConnectionClosed,
     CreateHandles,
     Detach,
@@ -88,11 +89,12 @@ class ClientStats:
     """What the metrics, the summary and the tests read of a client's connecting."""
 
     __slots__ = ("lookups", "lookups_failed", "lookup_redirects", "attach_failures", "reconnects",
-                 "connection_closes")
+                 "connection_closes", "transfers")
 
     def __init__(self) -> None:
         self.lookups = self.lookups_failed = self.lookup_redirects = 0
         self.attach_failures = self.reconnects = self.connection_closes = 0
+        self.transfers = 0   # reconnects straight to an assigned broker (PIP-307), no lookup
 
 
 class Phase(Enum):
@@ -227,7 +229,17 @@ class PulsarClient(Actor):
         elif kind is CloseHandle:
             h = self.handles.get(msg.handle_id)
             if h is not None and h.phase is Phase.ATTACHED:
-                self._connection_lost(h, reason="closed by broker")
+                if msg.assigned_broker is not None:
+                    self._connection_transferred(h, msg.assigned_broker)
+                else:
+                    self._connection_lost(h, reason="closed by broker")
+        elif kind is TopicFenced:
+            h = self.handles.get(msg.handle_id)
+            if h is not None and h.phase is Phase.ATTACHED and h.down_since is None:
+                # still attached, but the broker ignores its sends from now on (PIP-307's first phase)
+                h.down_since = self.now
+                self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id,
+                                                    reason="topic fenced for transfer"))
         elif kind is ConnectionClosed:
             self.close_connection(msg.broker_id, reason="connection dropped")
         else:
@@ -356,10 +368,26 @@ class PulsarClient(Actor):
         self._connected -= 1
         h.phase = Phase.BACKING_OFF
         h.broker_id = None
-        h.down_since = self.now
         self.stats.reconnects += 1
-        self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id, reason=reason))
+        if h.down_since is None:   # not already down since a fence (TopicFenced)
+            h.down_since = self.now
+            self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id, reason=reason))
         self.call_later(h.backoff.next(self.system.clock.now_ms()) / 1000.0, self._grab_cnx, h)
+
+    def _connection_transferred(self, h: Handle, broker_id: str) -> None:
+        """connectionClosed(cnx, initialConnectionDelayMs = 0, hostUrl = the assigned broker) (PIP-307):
+        ATTACHED -> CONNECTING to that broker at once, no lookup, no backoff step. If it does not serve
+        the topic yet, the attach fails and the handle backs off and looks up as after any failure."""
+        self._connected -= 1
+        h.phase = Phase.BACKING_OFF
+        h.broker_id = None
+        self.stats.reconnects += 1
+        self.stats.transfers += 1
+        if h.down_since is None:
+            h.down_since = self.now
+            self.events.emit(HandleDisconnected(client=self.name, topic=h.topic, handle=h.id,
+                                                reason="closed by broker, assigned " + broker_id))
+        self._on_broker(h, broker_id, None)
 
     def close_connection(self, broker_id: str, reason: str) -> None:
         """Every handle attached through this connection reconnects (ClientCnx closed)."""

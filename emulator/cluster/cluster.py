@@ -28,6 +28,7 @@ from .dynamic_config import DynamicConfiguration
 from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents
 from .latency import Constant, Latencies
 from .load_source import FlatLoad, LoadSource
+from .extensible.topics import ExtensibleTopics
 from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, WarmStart
 from .metadata_client import MetadataClient
 from .metadata_store import MetadataStore
@@ -89,6 +90,8 @@ class Cluster:
         self.network = Network(latency=settings.network_latency)
         self.latencies = settings.latencies()
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
+        # the Extensible load manager's system topics (made when a broker first runs it)
+        self.extensible_topics = ExtensibleTopics(self.system)
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, PulsarClient] = {}
         self.store = MetadataStore(
@@ -222,6 +225,7 @@ class Cluster:
             placement=self.settings.placement, shedder=self.settings.shedder, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
             decoded=self.decoded, latencies=self.latencies, cluster_name=self.name,
+            extensible_topics=self.extensible_topics,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)
@@ -278,7 +282,7 @@ class Cluster:
             if b is not None and b.alive:
                 b.load_manager.set_namespace_bundle_affinity(bundle, destination)
         self.events.emit(AdminUnload(bundle=bundle, destination=destination))
-        return await self._admin_call(owner, UnloadBundle(bundle))
+        return await self._admin_call(owner, UnloadBundle(bundle, destination))
 
     async def unload_namespace(self, namespace: str) -> list[AdminResult]:
         """pulsar-admin namespaces unload <ns>: every owned bundle of the namespace, one by one."""
@@ -356,11 +360,14 @@ class Cluster:
         return msgspec.json.decode(data, type=LeaderBroker).broker_id
 
     def ownership(self) -> dict[str, str]:
-        """bundle -> broker id, from the ownership nodes in the store."""
+        """bundle -> broker id, from the ownership nodes in the store and, when a broker runs the
+        Extensible load manager, the bundles its channel says are Owned (there are no nodes then)."""
         out = {}
         for path, data in self.store.peek_prefix(paths.NAMESPACE + "/"):
             if path.count("/") >= 4:
                 out[path[len(paths.NAMESPACE) + 1:]] = msgspec.json.decode(data)["httpUrl"].split("://")[-1]
+        if self.extensible_topics.in_use:
+            out.update(self.extensible_topics.ownership())
         return out
 
     def _on_actor_failure(self, failure: ActorFailure) -> None:

@@ -23,7 +23,8 @@ Where each load manager lives: Modular: modular_wrapper.py (the broker side: rep
 leader hooks) + leader.py (the leader actor) + modular_load_manager.py (the pure core); Noop:
 noop_load_manager.py; Simple: simple_load_manager.py (the broker side) + simple_load_manager_tasks.py
 (its watches and timers) over emulator/model/simple_load_manager/ (the pure logic);
-Extensible: emulator/cluster/extensible/ (a `LOAD_MANAGERS` entry when it is wired).
+Extensible: extensible_wrapper.py (the broker side) over emulator/cluster/extensible/ (channel, stores,
+reporters, schedulers) and emulator/model/extensible/ (the pure logic).
 """
 
 from __future__ import annotations
@@ -125,10 +126,11 @@ LOAD_MANAGERS: dict[str, str] = {
     MODULAR: "emulator.cluster.modular_wrapper:ModularLoadManagerWrapper",
     NOOP: "emulator.cluster.noop_load_manager:NoopLoadManager",
     SIMPLE: "emulator.cluster.simple_load_manager:SimpleLoadManagerImpl",
+    EXTENSIBLE: "emulator.cluster.extensible_wrapper:ExtensibleLoadManagerWrapper",
 }
 """Pulsar's full class name -> 'module:Class' of the emulator's implementation (loaded on first use, so
 that no load manager's module is imported by a cluster that does not run it). The Extensible load
-manager's entry joins when it is wired; until then its class name falls back as an unknown class."""
+manager is ExtensibleLoadManagerWrapper (extensible_wrapper.py)."""
 
 
 class ClassNotFoundException(LookupError):

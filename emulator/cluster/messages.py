@@ -98,7 +98,23 @@ class Detach(msgspec.Struct, frozen=True):
 
 
 class CloseHandle(msgspec.Struct, frozen=True):
-    """Broker-initiated CommandCloseProducer / CommandCloseConsumer (bundle unload): reconnect after backoff."""
+    """Broker-initiated CommandCloseProducer / CommandCloseConsumer (bundle unload): reconnect after backoff.
+
+    `assigned_broker` is PIP-307's `assignedBrokerServiceUrl` (the Extensible load manager's transfer):
+    the client reconnects there at once, without a lookup (ClientCnx.handleCloseProducer ->
+    `connectionClosed(cnx, Optional.of(0L), Optional.of(uri))`)."""
+
+    topic: str
+    handle_id: int
+    kind: HandleKind
+    assigned_broker: str | None = None
+
+
+class TopicFenced(msgspec.Struct, frozen=True):
+    """Not a protocol command: the emulator's note to a client that the topic its handle is attached to
+    was closed without disconnecting it (PIP-307's first phase, `unloadServiceUnit(disconnectClients=
+    false)`). Pulsar's broker ignores the producer's sends from then on (`brk_lb_ignored_send_total`);
+    the client cannot tell, but its messages wait from this instant, so its outage starts here."""
 
     topic: str
     handle_id: int
@@ -136,9 +152,13 @@ class SelectBrokerForAssignment(msgspec.Struct, frozen=True):
 
 
 class UnloadBundle(msgspec.Struct, frozen=True):
-    """Admin unloadNamespaceBundle, executed by the owner (NamespaceService.unloadNamespaceBundle)."""
+    """Admin unloadNamespaceBundle, executed by the owner (NamespaceService.unloadNamespaceBundle).
+
+    `destination` is `--destinationBroker` for a load manager that transfers (Extensible); the Modular
+    and Simple ones get it through `set_namespace_bundle_affinity` on the leader instead."""
 
     bundle: str
+    destination: str | None = None
 
 
 class SplitBundle(msgspec.Struct, frozen=True):

@@ -127,10 +127,12 @@ class NamespaceService(OwnershipCache):
                 # an entry whose acquisition finished holds the lock (failures delete the entry)
                 if owned.active:
                     self._answer(reply, started, _Result(self.broker_id, redirect=False))
-                else:
+                    return
+                if not hasattr(self.load_manager, "find_broker_service_url"):
                     self._answer(reply, started, LookupFailure(
                         ServerError.METADATA_ERROR, f"Namespace bundle {bundle} is being unloaded"))
-                return
+                    return
+                # Extensible: a bundle being released here is the channel's to answer (it waits)
             waiters = self._finding[key] = []
             self.start_soon(self._resolve, key, msg.topic.startswith("non-persistent://"), waiters)
         waiters.append((reply, started))
@@ -190,6 +192,12 @@ class NamespaceService(OwnershipCache):
             self._answer(reply, started, outcome)
 
     async def _find_uncached(self, bundle: str, authoritative: bool, non_persistent: bool) -> _Result:
+        find = getattr(self.load_manager, "find_broker_service_url", None)
+        if find is not None:
+            # NamespaceService.findBrokerServiceUrl with the extension enabled: the load manager's
+            # findBrokerServiceUrl, whose answer is the owner's URL (LookupResult.Type.BrokerUrl):
+            # Connect, never a redirect, whichever broker was asked
+            return _Result(await find(bundle), redirect=False)
         owned = self.owned.get(bundle)
         if owned is not None:
             await asyncio.shield(owned.acquired)

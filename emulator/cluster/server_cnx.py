@@ -60,9 +60,15 @@ class ServerCnx(OwnershipCache):
             return
         self._route_attach(bundles.bundle_of_full_name(name), msg, reply)
 
-    def _route_attach(self, bundle: str, msg: Attach, reply: Reply) -> None:
+    def _route_attach(self, bundle: str, msg: Attach, reply: Reply, *, checked: bool = False) -> None:
         owned = self.owned.get(bundle)
         if owned is None or not owned.active or owned.actor is None or not owned.actor.alive:
+            if not checked and hasattr(self.load_manager, "check_ownership"):
+                # Extensible: checkTopicOwnership asks the channel, which waits while the bundle is
+                # in flight (Assigning to this broker, say): a client sent here by a transfer's
+                # CloseProducer may arrive before this broker has applied the Owned value
+                self.start_soon(self._attach_after_check, bundle, msg, reply)
+                return
             reply.ok(
                 AttachResult(
                     False,
@@ -80,6 +86,10 @@ class ServerCnx(OwnershipCache):
         # maxConcurrentTopicLoadRequest, queued beyond; topic_loader.py), then serve the producer
         self.topic_loader.load((owner, msg.topic), functools.partial(
             self._after_topic_load, bundle, owner, msg, reply))
+
+    async def _attach_after_check(self, bundle: str, msg: Attach, reply: Reply) -> None:
+        await self.load_manager.check_ownership(bundle)  # type: ignore[attr-defined]
+        self._route_attach(bundle, msg, reply, checked=True)
 
     def _after_topic_load(self, bundle: str, owner: BundleOwner, msg: Attach, reply: Reply) -> None:
         owned = self.owned.get(bundle)

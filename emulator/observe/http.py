@@ -50,6 +50,10 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     `pulsar-lb-emulator monitor` reads `/loadbalance/*` through these.
 `/emulator/monitor`
     The monitor-brokers table as text.
+`/emulator/extensible/broker-load-data`
+    The Extensible load manager's broker-load-data table view, `{broker: BrokerLoadData}` (Pulsar's
+    JSON; Pulsar itself has no admin path for it): what `monitor --extensions` prints. 404 when no
+    live broker runs the Extensible load manager.
 
 Placement policies (issue 16; GET, POST and DELETE, in policy_http.py): isolation policies, failure
 domains and anti-affinity groups at Pulsar's admin paths; and dynamic configuration (config_http.py).
@@ -134,6 +138,7 @@ class AdminViews:
             (re.compile(r"/emulator/metadata/children/?"), self.metadata_children),
             (re.compile(r"/emulator/metadata/?"), self.metadata),
             (re.compile(r"/emulator/monitor/?"), self.monitor),
+            (re.compile(r"/emulator/extensible/broker-load-data/?"), self.broker_load_data),
         ]
 
     def handle(self, raw_path: str) -> Response:
@@ -284,6 +289,13 @@ class AdminViews:
     def monitor(self, query: dict[str, str]) -> Response:
         text = monitor_table.format_broker_table(monitor_table.broker_rows(self.cluster))
         return 200, _TEXT, (text + "\n").encode()
+
+    def broker_load_data(self, query: dict[str, str]) -> Response:
+        try:
+            data = monitor_table.extensible_load_data(self.cluster)
+        except monitor_table.NoExtensibleBrokers as e:
+            raise _NotFound(str(e)) from None
+        return _json({broker: data[broker] for broker in sorted(data)})
 
 
 class _LoopGone(Exception):

@@ -34,7 +34,7 @@ from emulator.model.kpi_registry import KPIS, WHOLE_RUN_ONLY, Kpi
 from emulator.model.outages import TopicOutages, union_length
 from emulator.model.stats import percentile, tdtv
 
-from .timeline import COUNTERS, Timeline
+from .timeline import COUNTERS, Timeline, is_load_manager_split, is_load_manager_unload
 
 __all__ = ["BALANCE_BOUND", "BALANCE_MINUTES", "KPIS", "WHOLE_RUN_ONLY", "Kpi", "Scope", "compute", "facts"]
 
@@ -122,11 +122,11 @@ class _Facts:
         grace = 60.0 * tl.setting("loadBalancerSheddingGracePeriodMinutes", 30.0)
         last: dict[str | None, float] = {}
         self.unloads: list[tuple[float, bool]] = []
-        for d in sorted((d for d in tl.decisions if d["decision"] == "unload"), key=lambda d: d["t"]):
+        for d in sorted((d for d in tl.decisions if is_load_manager_unload(d)), key=lambda d: d["t"]):
             repeat = d.get("bundle") in last and d["t"] - last[d["bundle"]] <= grace
             last[d.get("bundle")] = d["t"]
             self.unloads.append((d["t"], repeat))
-        self.splits = [d["t"] for d in tl.decisions if d["decision"] == "split" and d.get("ok") is not False]
+        self.splits = [d["t"] for d in tl.decisions if is_load_manager_split(d)]
         self.bundles_unloaded = [d["t"] for d in tl.decisions if d["decision"] == "bundle_unloaded"]
         self.bundles_split = [d["t"] for d in tl.decisions if d["decision"] == "bundle_split"]
         self.threshold = tl.setting("loadBalancerBrokerOverloadedThresholdPercentage", 85.0)

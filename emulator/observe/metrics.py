@@ -20,6 +20,11 @@ Names, types, labels and units follow spec pulsar-metrics.md §A:
   Pulsar's `brk_*` → `pulsar_*` rendering does. Choice: one series per cluster summed over every leader
   of the run (Pulsar keeps one per leader process; the sum is what a dashboard adds up), so the values
   equal the decision log's `unload` / successful `split` counts;
+* brokers whose load manager has `extensible_metrics()` (the Extensible one) export what
+  `ExtensibleLoadManagerImpl.getMetrics()` renders (`emulator.observe.extensible_metrics`): their five
+  usages come from their BrokerLoadData, and `pulsar_lb_resource_usage`, the unload / split / assign
+  breakdowns and the `pulsar_sunit_state_chn_*` series are added per broker; the cluster-wide
+  unload and split gauges above (a Modular leader's) are then left out;
 * `pulsar_lb_load_rank`, `pulsar_lb_quota_pct_{cpu,memory,bandwidth_in,bandwidth_out}{cluster,broker}`:
   SimpleLoadManagerImpl's own, from each broker running it (its own row of its ranking);
 * `pulsar_broker_lookup{cluster,broker}`: summary in ms (count and sum; no quantiles are computed),
@@ -85,6 +90,13 @@ from emulator.cluster.events import (
 from emulator.model.bundles import FULL_UPPER, parse_bundle, topic_hash, topic_namespace
 from emulator.model.outages import TopicOutages
 from emulator.observe.event_marks import EventMarks
+from emulator.observe.extensible_metrics import DOCS as EXTENSIBLE_DOCS
+from emulator.observe.extensible_metrics import (
+    ExtensibleMetricsSource,
+    extensible_series,
+    group_by_name,
+    load_data_percents,
+)
 from emulator.observe.publish import publish_accounting, publish_families, publish_values
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,6 +120,8 @@ _USAGES = (
     ("pulsar_lb_bandwidth_in_usage", "bandwidth_in", "Inbound NIC bandwidth usage, percent"),
     ("pulsar_lb_bandwidth_out_usage", "bandwidth_out", "Outbound NIC bandwidth usage, percent"),
 )
+
+_USAGE_NAMES = frozenset(metric_name for metric_name, _, _ in _USAGES)
 
 _SIMPLE_GAUGES = (
     ("load_rank", "SimpleLoadManagerImpl: the broker's final rank in its own ranking"),
@@ -437,7 +451,14 @@ class _ClusterCollector:
             yield g
 
         # --- load balancing (ModularLoadManagerImpl.updateLoadBalancingMetrics) -------------------
-        percents = [(broker_id, broker.local_data.percent_usages()) for broker_id, broker in live]
+        extensible = self._extensible_sources(live)
+        percents = []
+        for broker_id, broker in live:
+            source = extensible.get(broker_id)
+            if source is None:
+                percents.append((broker_id, broker.local_data.percent_usages()))
+            elif source.broker_load_data is not None:   # Extensible: BrokerLoadData.toMetrics
+                percents.append((broker_id, load_data_percents(source.broker_load_data)))
         for metric_name, attr, doc in _USAGES:
             g = k.gauge(metric_name, doc, labels=("cluster", "broker", "metric"))
             for broker_id, percent in percents:
@@ -453,20 +474,10 @@ class _ClusterCollector:
         yield g
         yield from self._simple_families(k, name, live)
 
-        unload = ("cluster", "metric")
-        value: float
-        for metric_name, value, doc in (
-                ("pulsar_lb_unload_broker_total", tally.unload_brokers,
-                 "Brokers that had bundles unloaded, once per shedding cycle (Pulsar types it gauge)"),
-                ("pulsar_lb_unload_bundle_total", tally.unload_bundles,
-                 "Bundles unloaded by the shedding loop (Pulsar types it gauge)")):
-            g = k.gauge(metric_name, doc, labels=unload)
-            g.add_metric((name, "bundleUnloading"), value)
-            yield g
-        g = k.gauge("pulsar_lb_bundles_split_total",
-                    "Bundles split by the leader's split check (Pulsar types it gauge)", labels=unload)
-        g.add_metric((name, "bundlesSplit"), tally.splits)
-        yield g
+        if extensible:   # ExtensibleLoadManagerImpl.getMetrics() instead of Modular's leader counters
+            yield from self._extensible_families(k, name, extensible)
+        else:
+            yield from self._modular_leader_families(k, name)
 
         if conf.expose_bundles_metrics_in_prometheus:
             yield from self._bundle_families(k, name, live)
@@ -589,14 +600,16 @@ class _ClusterCollector:
     def layout(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """What the recorder's series depend on: the live brokers and the deciding brokers of
         `pulsar_broker_load_manager_bundle_assigment`, sorted; None when bundles are exposed (their
-        series follow every split and move) or when a broker's load manager exports its own series."""
+        series follow every split and move) or when a broker's load manager exports its own series
+        (Simple's `load_balancing_metrics`, Extensible's `extensible_metrics`)."""
         cluster = self.cluster
         if cluster.conf.expose_bundles_metrics_in_prometheus:
             return None
         brokers = cluster.brokers
         live = tuple(b for b in sorted(brokers) if brokers[b].alive)
-        if any(getattr(brokers[b].load_manager, "load_balancing_metrics", None) is not None for b in live):
-            return None   # a load manager with series of its own (Simple's rank and quotas): `families`
+        if any(getattr(brokers[b].load_manager, "load_balancing_metrics", None) is not None
+               or getattr(brokers[b].load_manager, "extensible_metrics", None) is not None for b in live):
+            return None   # a load manager with series of its own (Simple's, Extensible's): `families`
         return (live, tuple(sorted(self.tally.assignments)))
 
     def values(self, live_ids: tuple[str, ...]) -> list[Any]:
@@ -657,6 +670,51 @@ class _ClusterCollector:
             extend(cumulative)
             extend((cumulative[-1], hist.total))
         return out
+    def _modular_leader_families(self, k: "_Kinds", name: str) -> Iterator[Any]:
+        """updateBundleUnloadingMetrics / updateBundleSplitMetrics, summed over the run's leaders."""
+        tally = self.tally
+        unload = ("cluster", "metric")
+        value: float
+        for metric_name, value, doc in (
+                ("pulsar_lb_unload_broker_total", tally.unload_brokers,
+                 "Brokers that had bundles unloaded, once per shedding cycle (Pulsar types it gauge)"),
+                ("pulsar_lb_unload_bundle_total", tally.unload_bundles,
+                 "Bundles unloaded by the shedding loop (Pulsar types it gauge)")):
+            g = k.gauge(metric_name, doc, labels=unload)
+            g.add_metric((name, "bundleUnloading"), value)
+            yield g
+        g = k.gauge("pulsar_lb_bundles_split_total",
+                    "Bundles split by the leader's split check (Pulsar types it gauge)", labels=unload)
+        g.add_metric((name, "bundlesSplit"), tally.splits)
+        yield g
+
+    @staticmethod
+    def _extensible_sources(live: list[tuple[str, Any]]) -> dict[str, ExtensibleMetricsSource]:
+        """Each live broker whose load manager has `extensible_metrics()` (and answers), by id."""
+        out: dict[str, ExtensibleMetricsSource] = {}
+        for broker_id, broker in live:
+            get = getattr(broker.load_manager, "extensible_metrics", None)
+            source = get() if get is not None else None
+            if source is not None:
+                out[broker_id] = source
+        return out
+
+    def _extensible_families(self, k: "_Kinds", name: str,
+                             sources: dict[str, ExtensibleMetricsSource]) -> Iterator[Any]:
+        """ExtensibleLoadManagerImpl.getMetrics() of every Extensible broker but the five usages
+        (already in their families above): one gauge family per name, `cluster` first. A cluster
+        whose brokers run the Extensible load manager has no Modular leader: its cluster-wide
+        unload and split counters are left out (their names are the Extensible ones, per broker)."""
+        series = [s for broker_id in sorted(sources)
+                  for s in extensible_series(broker_id, sources[broker_id])
+                  if s.name not in _USAGE_NAMES]
+        for metric_name, rows in group_by_name(series).items():
+            g = k.gauge(metric_name, EXTENSIBLE_DOCS[metric_name],
+                        labels=("cluster",) + tuple(key for key, _ in rows[0].labels))
+            for row in rows:
+                g.add_metric((name,) + tuple(v for _, v in row.labels), row.value)
+            yield g
+
     def _simple_families(self, k: "_Kinds", name: str, live: list[tuple[str, Any]]) -> Iterator[Any]:
         """SimpleLoadManagerImpl.updateLoadBalancingMetrics: each broker's own rank and allocated-quota
         percentages `{cluster,broker}` (only brokers running it; nothing at all when none does)."""

@@ -29,6 +29,20 @@ again, as `monitor-brokers` does on every report change.
 
 `broker_rows(cluster)` reads the metadata store directly; `monitor(url)` reads the same nodes through a
 running emulator's read-only HTTP views, so both print the same table for the same instant.
+
+`--extensions` (BrokerMonitor's mode for the Extensible load manager, `printBrokerLoadData`): one
+"Broker Data for <broker>" table per entry of the broker-load-data table view
+(`non-persistent://pulsar/system/loadbalancer-broker-load-data`), from its BrokerLoadData:
+
+    SYSTEM | CPU % | MEMORY % | DIRECT % | BW IN % | BW OUT % | MAX %      (MAX = maxResourceUsage*100)
+    COUNT  | TOPIC | BUNDLE | PRODUCER | CONSUMER | BUNDLE + | BUNDLE -   (only BUNDLE: bundleCount)
+    LATEST | MSG/S IN | MSG/S OUT | TOTAL | KB/S IN | KB/S OUT | TOTAL
+
+and no overall table (pulsar-perf prints none in that mode). `extensible_load_data(cluster)` reads the
+table view of the first live broker that has one; over HTTP the emulator's own JSON path
+`/emulator/extensible/broker-load-data` serves the same (Pulsar has no admin path for it: its
+`broker-stats/load-report` throws UnsupportedOperationException under the Extensible load manager,
+and pulsar-perf reads the system topic with a client).
 """
 
 from __future__ import annotations
@@ -39,22 +53,27 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import msgspec
 import numpy as np
 
+from emulator.model.extensible.load_data import BrokerLoadData
 from emulator.model.loaddata import LocalBrokerData, TimeAverageBrokerData
 from emulator.model.simple_load_manager.report import LoadReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["BrokerRow", "MonitorError", "broker_rows", "format_broker_table", "make_table", "monitor",
+__all__ = ["BrokerRow", "MonitorError", "NoExtensibleBrokers", "broker_load_data_table", "broker_rows",
+           "extensible_load_data", "format_broker_table", "format_extensions_tables", "make_table", "monitor",
            "watch"]
 
 BROKERS_PATH = "/loadbalance/brokers"
 TIME_AVERAGE_PATH = "/loadbalance/broker-time-average"
+BROKER_LOAD_DATA_PATH = "/emulator/extensible/broker-load-data"
+"""The emulator's JSON view of the broker-load-data table: `{broker id: BrokerLoadData}`."""
+NO_EXTENSIBLE = "no live broker runs the Extensible load manager (loadManagerClassName=ExtensibleLoadManagerImpl)"
 
 _MESSAGE_FIELDS = ("MSG/S IN", "MSG/S OUT", "TOTAL", "KB/S IN", "KB/S OUT", "TOTAL")
 _SYSTEM_ROW = ("SYSTEM", "CPU %", "MEMORY %", "DIRECT %", "BW IN %", "BW OUT %", "MAX %")
@@ -65,6 +84,10 @@ _GLOBAL_HEADER = ("BROKER", "BUNDLE", "MSG/S", "LONG/S", "KB/S", "MAX %")
 
 class MonitorError(RuntimeError):
     """The emulator at the given URL could not be read."""
+
+
+class NoExtensibleBrokers(MonitorError):
+    """`--extensions` on a cluster without an Extensible broker: nothing to monitor."""
 
 
 class BrokerRow(msgspec.Struct):
@@ -109,9 +132,20 @@ def broker_rows(cluster: "Cluster") -> list[BrokerRow]:
     return rows_from_nodes(store.peek_children(BROKERS_PATH), store.peek)
 
 
+def extensible_load_data(cluster: "Cluster") -> dict[str, BrokerLoadData]:
+    """The broker-load-data table view as the first live broker (by id) with one holds it:
+    `broker.load_manager.broker_load_data_view()` (a mapping, or its (broker, data) items).
+    NoExtensibleBrokers when no live broker has one."""
+    for broker_id in sorted(cluster.live_brokers()):
+        view = getattr(cluster.brokers[broker_id].load_manager, "broker_load_data_view", None)
+        if view is not None:
+            return dict(view())
+    raise NoExtensibleBrokers(NO_EXTENSIBLE)
+
+
 def watch(url: str, interval: float, *, count: int | None = None, timeout: float = 10.0,
           write: Callable[[str], object] | None = None,
-          sleep: Callable[[float], object] | None = None) -> int:
+          sleep: Callable[[float], object] | None = None, extensions: bool = False) -> int:
     """`monitor --watch INTERVAL`: the tables every `interval` real seconds (`count` times, or until
     interrupted), as monitor-brokers prints them again on every report change. Returns how many."""
     import sys
@@ -123,22 +157,23 @@ def watch(url: str, interval: float, *, count: int | None = None, timeout: float
     while count is None or printed < count:
         if printed:
             pause(interval)
-        out(monitor(url, timeout=timeout) + "\n")
+        out(monitor(url, timeout=timeout, extensions=extensions) + "\n")
         printed += 1
     return printed
 
 
-def monitor(url: str, *, timeout: float = 10.0) -> str:
-    """`pulsar-lb-emulator monitor --url http://127.0.0.1:PORT`: the table of a running emulator."""
+def monitor(url: str, *, timeout: float = 10.0, extensions: bool = False) -> str:
+    """`pulsar-lb-emulator monitor --url http://127.0.0.1:PORT [--extensions]`: the tables of a running
+    emulator (NoExtensibleBrokers with `extensions` when it has no Extensible broker)."""
     parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"url = {url!r}: expected http://HOST:PORT of an emulator started with --metrics-port")
     base = url.rstrip("/")
 
-    def fetch(view: str, path: str) -> bytes | None:
-        query = urllib.parse.urlencode({"path": path})
+    def fetch(view: str, path: str | None) -> bytes | None:
+        query = "?" + urllib.parse.urlencode({"path": path}) if path is not None else ""
         try:
-            with urllib.request.urlopen(f"{base}{view}?{query}", timeout=timeout) as resp:
+            with urllib.request.urlopen(f"{base}{view}{query}", timeout=timeout) as resp:
                 return resp.read()
         except urllib.error.HTTPError as e:
             if e.code == 404:
@@ -147,6 +182,12 @@ def monitor(url: str, *, timeout: float = 10.0) -> str:
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise MonitorError(f"cannot read {base}: {reason}") from None
+
+    if extensions:
+        body = fetch(BROKER_LOAD_DATA_PATH, None)
+        if body is None:
+            raise NoExtensibleBrokers(NO_EXTENSIBLE)
+        return format_extensions_tables(msgspec.json.decode(body, type=dict[str, BrokerLoadData]))
 
     listing = fetch("/emulator/metadata/children", BROKERS_PATH)
     children = json.loads(listing) if listing is not None else []
@@ -307,3 +348,23 @@ def overall_table(rows: Sequence[BrokerRow]) -> str:
 def format_broker_table(rows: Sequence[BrokerRow]) -> str:
     """Every broker's table, then the overall one (what `run --monitor-interval` prints)."""
     return "\n\n".join([broker_table(r) for r in rows] + [overall_table(rows)])
+
+
+def broker_load_data_table(broker: str, data: BrokerLoadData) -> str:
+    """BrokerMonitor.printBrokerLoadData: SYSTEM, COUNT (the bundle count alone), LATEST."""
+    rows: list[Sequence[object]] = [
+        _SYSTEM_ROW,
+        [None, _F32(data.cpu.percent_usage()), _F32(data.memory.percent_usage()),
+         _F32(data.direct_memory.percent_usage()), _F32(data.bandwidth_in.percent_usage()),
+         _F32(data.bandwidth_out.percent_usage()), float(data.max_resource_usage) * 100],
+        _COUNT_ROW,
+        [None, None, data.bundle_count, None, None, None, None],
+        ("LATEST",) + _MESSAGE_FIELDS,
+        _message_row(data.msg_rate_in, data.msg_rate_out, data.msg_throughput_in, data.msg_throughput_out),
+    ]
+    return f"Broker Data for {broker}:\n{make_table(rows)}"
+
+
+def format_extensions_tables(data: Mapping[str, BrokerLoadData]) -> str:
+    """`monitor --extensions`: every broker's table, brokers sorted (the table view is a hash map)."""
+    return "\n\n".join(broker_load_data_table(broker, data[broker]) for broker in sorted(data))

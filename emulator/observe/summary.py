@@ -1,7 +1,9 @@
 """The end-of-run summary: what load balancing did, what it cost the clients, how balanced it ended.
 
 * decisions: unloads by the shedder, bundles unloaded for any reason (shedding, admin, broker drains),
-  splits by the load manager and bundles split for any reason;
+  splits by the load manager and bundles split for any reason (the Extensible load manager's
+  successful non-admin unload and split decisions count as Modular's `unload` and `split`:
+  `timeline.is_load_manager_unload` / `is_load_manager_split`);
 * client lookups, redirects and failed lookups, counted by the clients (`client_lookups` ...: broker
   counters restart with a restarted broker, the clients' do not; the roll-up's `lookups` are the
   brokers' own counters, Pulsar's series);
@@ -44,6 +46,7 @@ from emulator.model.outages import TopicOutages
 from emulator.model.stats import percentile
 from emulator.observe.expectations import ExpectResult, format_result
 from emulator.observe.publish import PublishLine, format_publish, summary_lines
+from emulator.observe.timeline import is_load_manager_split, is_load_manager_unload
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -194,9 +197,9 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     per_topic = unavailable.per_topic(now) if unavailable is not None else {}
     topics |= set(per_topic)
     downtime = [per_topic[t] for t in sorted(per_topic) if per_topic[t] > 0]
-    unloads = len(decision_log.of("unload")) if decision_log is not None else 0
-    splits = sum(1 for d in decision_log.of("split") if d.get("ok") is not False) \
-        if decision_log is not None else 0
+    entries = decision_log.entries if decision_log is not None else []
+    unloads = sum(1 for d in entries if is_load_manager_unload(d))
+    splits = sum(1 for d in entries if is_load_manager_split(d))
     publish, publish_worst = summary_lines(getattr(cluster, "publish_accounting", None), now)
     wall_lag = getattr(cluster.system.clock, "lag", None)   # a WallLag on --clock wall
     return RunSummary(

@@ -7,7 +7,8 @@ The same facts a recording holds (recorder.py), kept only where a KPI reads them
   metrics registry on the recorder's schedule: once when sampling starts, then on every multiple of
   `interval`, and a last block at the end; so a timeline and a recording of the same run hold the same
   sample instants and values;
-* decisions: the decision log's `unload`, `split`, `bundle_unloaded` and `bundle_split` records;
+* decisions: the decision log's `unload`, `split`, `bundle_unloaded` and `bundle_split` records, and
+  the Extensible load manager's `extensible_unload` and `extensible_split`;
 * events: `handle_disconnected` / `handle_reconnected` / `handle_failed` / `handle_closed` (outages)
   and `scenario_event`;
 * publish: the cluster's exact publish-latency line at the end (`PublishLine`), when the cluster has
@@ -31,6 +32,8 @@ from emulator.cluster.events import (
     BundleSplit,
     BundleUnloaded,
     Event,
+    ExtensibleSplitDecision,
+    ExtensibleUnloadDecision,
     HandleClosed,
     HandleDisconnected,
     HandleFailed,
@@ -47,7 +50,8 @@ if TYPE_CHECKING:
     from emulator.cluster.cluster import Cluster
     from emulator.observe.metrics import ClusterMetrics
 
-__all__ = ["COUNTERS", "LiveTimeline", "SAMPLED", "SampleFacts", "Timeline", "USAGE", "RATE", "THROUGHPUT"]
+__all__ = ["COUNTERS", "LiveTimeline", "SAMPLED", "SampleFacts", "Timeline", "USAGE", "RATE", "THROUGHPUT",
+           "is_load_manager_split", "is_load_manager_unload"]
 
 USAGE = "pulsar_lb_emulator_broker_max_usage"
 RATE = ("pulsar_broker_rate_in", "pulsar_broker_rate_out")
@@ -66,11 +70,32 @@ COUNTERS: dict[str, str] = {
 }
 SAMPLED = frozenset({USAGE, *RATE, *THROUGHPUT, *COUNTERS.values()})
 """Sample names a timeline keeps (every other series of the registry is dropped)."""
-_KEPT_DECISIONS = (Unload, Split, BundleUnloaded, BundleSplit)
+_KEPT_DECISIONS = (Unload, Split, BundleUnloaded, BundleSplit, ExtensibleUnloadDecision, ExtensibleSplitDecision)
 _KEPT_EVENTS = (HandleDisconnected, HandleReconnected, HandleFailed, HandleClosed, ScenarioEvent)
 DECISIONS = frozenset(t.decision for t in _KEPT_DECISIONS)
 """Decision names a timeline keeps (a recording's records are told apart by name)."""
 EVENTS = frozenset(t.kind for t in _KEPT_EVENTS)
+EXTENSIBLE_UNLOAD = ExtensibleUnloadDecision.decision
+EXTENSIBLE_SPLIT = ExtensibleSplitDecision.decision
+
+
+def is_load_manager_unload(record: dict[str, Any]) -> bool:
+    """A decision record the KPI `unloads` counts (the summary's, the roll-up's): Modular's leader
+    `unload`, or an Extensible unload that went through and was not an admin's (an admin unload is
+    scenario input, as under Modular)."""
+    decision = record.get("decision")
+    return decision == "unload" or (decision == EXTENSIBLE_UNLOAD and record.get("label") == "Success"
+                                    and record.get("reason") != "Admin")
+
+
+def is_load_manager_split(record: dict[str, Any]) -> bool:
+    """A decision record the KPI `splits` counts: Modular's `split` whose `ok` is not false, or an
+    Extensible split that went through and was not an admin's."""
+    decision = record.get("decision")
+    if decision == "split":
+        return record.get("ok") is not False
+    return decision == EXTENSIBLE_SPLIT and record.get("label") == "Success" and record.get("reason") != "Admin"
+
 
 Labels = tuple[tuple[str, str], ...]
 

@@ -137,7 +137,8 @@ def parse_grid(items: Sequence[str], flag: str = "--grid") -> dict[str, list[str
 
 
 def validate_grid(grid: dict[str, list[str]], flag: str = "grid") -> None:
-    """Every key is a Pulsar config key, `placement` or `shedder`; every value parses."""
+    """Every key is a Pulsar config key, `placement`, `shedder` or `load_manager` (a load manager's class
+    name, short or full); every value parses."""
     import shedders
     import strategies
     from emulator.model.config import ConfigError, ServiceConfig
@@ -149,7 +150,16 @@ def validate_grid(grid: dict[str, list[str]], flag: str = "grid") -> None:
                 if key == "placement":
                     strategies.create(v, rng=random.Random(0))
                 elif key == "shedder":
-                    shedders.create(v, rng=random.Random(0))
+                    try:
+                        shedders.create(v, rng=random.Random(0))
+                    except ValueError:   # an Extensible NamespaceUnloadStrategy (TransferShedder)
+                        shedders.create_extensible(v, rng=random.Random(0))
+                elif key == "load_manager":
+                    from emulator.cluster.load_manager import LOAD_MANAGERS, resolve_class_name
+
+                    if resolve_class_name(v) not in LOAD_MANAGERS:
+                        raise ValueError(f"unknown load manager; expected one of "
+                                         f"{', '.join(n.rsplit('.', 1)[1] for n in LOAD_MANAGERS)}")
                 else:
                     base.with_overrides({key: v}, source=flag)
             except ConfigError as e:
@@ -162,7 +172,8 @@ def add_sweep_arguments(p: argparse.ArgumentParser, master_default: str | None =
     """The sweep's arguments (`pulsar-lb-emulator sweep` and `spark-submit sweep.py`)."""
     p.add_argument("scenario", metavar="SCENARIO", help="built-in scenario name or scenario TOML path")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                   help="a Pulsar config key, placement or shedder, with its values; repeatable")
+                   help="a Pulsar config key, placement, shedder or load_manager (e.g. load_manager="
+                        "ModularLoadManagerImpl,ExtensibleLoadManagerImpl), with its values; repeatable")
     p.add_argument("--seeds", default="1", help="seeds, e.g. 1-10 or 1,2,5 (default 1)")
     p.add_argument("--duration", default=None, help="emulated time per run (default: the scenario's)")
     p.add_argument("--out", default="sweep",

@@ -147,7 +147,7 @@ def spark_schemas() -> dict[str, Any]:
         DECISIONS_FILE: T.StructType([
             T.StructField("t", d), T.StructField("decision", s), T.StructField("bundle", s),
             T.StructField("broker", s), T.StructField("destination", s),
-            T.StructField("ok", T.BooleanType()),
+            T.StructField("ok", T.BooleanType()), T.StructField("label", s), T.StructField("reason", s),
         ]),
         # handle ids are numbers today; a string column keeps any id as its JSON text
         EVENTS_FILE: T.StructType([

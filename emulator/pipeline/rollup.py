@@ -42,9 +42,11 @@ it (per run, then per window).
   (tick, broker) pairs; `overloaded_seconds_max` = the largest per-broker sum; `overloaded_brokers` =
   brokers with a positive sum.
 * `unloads`: decisions.jsonl records with decision "unload" (the shedder's unloads that went through;
-  admin unloads and split children are scenario input, not load-balancer behaviour); `splits`: records
-  "split" whose `ok` is not false; `bundles_unloaded` and `bundles_split`: records "bundle_unloaded" and
-  "bundle_split" (every bundle closed or split by its owner, for any reason).
+  admin unloads and split children are scenario input, not load-balancer behaviour), and
+  "extensible_unload" with label Success and a reason other than Admin; `splits`: records
+  "split" whose `ok` is not false, and "extensible_split" with label Success, not Admin;
+  `bundles_unloaded` and `bundles_split`: records "bundle_unloaded" and "bundle_split" (every bundle
+  closed or split by its owner, for any reason).
   `unloads_per_hour` = unloads * 3600 / scope seconds (likewise
   splits). `repeat_unloads`: unloads of a bundle whose previous unload (any time earlier in the run) was
   at most loadBalancerSheddingGracePeriodMinutes (default 30) before it (`<=`: Pulsar keeps a bundle in
@@ -99,7 +101,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import msgspec
 
 from emulator.observe.timeline import COUNTERS as _TIMELINE_COUNTERS
-from emulator.observe.timeline import RATE, THROUGHPUT, USAGE
+from emulator.observe.timeline import EXTENSIBLE_SPLIT, EXTENSIBLE_UNLOAD, RATE, THROUGHPUT, USAGE
 from emulator.model.errors import UsageError
 from emulator.pipeline.compare import comparison_fields, comparison_rows
 from emulator.pipeline.options import RollupOptions, add_rollup_options, conf_from_args, options_from_args
@@ -514,16 +516,20 @@ class _Job:
 
     def decision_kpis(self) -> "DataFrame":
         F, Window = self.F, self.Window
-        unloads = self.decisions.filter(F.col("decision") == "unload") \
+        # timeline.is_load_manager_unload / is_load_manager_split, as column expressions
+        extensible = (F.col("label") == "Success") & F.coalesce(F.col("reason") != "Admin", F.lit(True))
+        is_unload = (F.col("decision") == "unload") | ((F.col("decision") == EXTENSIBLE_UNLOAD) & extensible)
+        unloads = self.decisions.filter(is_unload) \
             .withColumn("grace_seconds", self.meta("grace_seconds"))
         prev = F.lag("t").over(Window.partitionBy("run_id", "bundle").orderBy("t"))
         unloads = unloads.withColumn("repeat", F.when(
             prev.isNotNull() & (F.col("t") - prev <= F.col("grace_seconds")), 1).otherwise(0))
         u = self._scoped(unloads).groupBy("run_id", "window").agg(
             F.count("t").alias("unloads"), F.sum("repeat").alias("repeat_unloads"))
-        split_ok = (F.col("decision") == "split") & F.coalesce(F.col("ok"), F.lit(True))
+        split_ok = (((F.col("decision") == "split") & F.coalesce(F.col("ok"), F.lit(True)))
+                    | ((F.col("decision") == EXTENSIBLE_SPLIT) & extensible))
         counts = self._scoped(self.decisions.filter(F.col("decision").isin(
-            "split", "bundle_unloaded", "bundle_split"))).groupBy("run_id", "window").agg(
+            "split", EXTENSIBLE_SPLIT, "bundle_unloaded", "bundle_split"))).groupBy("run_id", "window").agg(
             F.sum(F.when(split_ok, 1).otherwise(0)).alias("splits"),
             F.sum(F.when(F.col("decision") == "bundle_unloaded", 1).otherwise(0)).alias("bundles_unloaded"),
             F.sum(F.when(F.col("decision") == "bundle_split", 1).otherwise(0)).alias("bundles_split"))

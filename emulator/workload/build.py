@@ -20,6 +20,8 @@ import numpy as np
 
 from emulator.cluster.client import ClientSettings
 from emulator.cluster.cluster import ClusterSettings
+from emulator.cluster.load_manager import EXTENSIBLE, resolve_class_name
+from emulator.model.class_registry import is_extensible_name
 from emulator.cluster.network import broker_id_for
 from emulator.model.config import ConfigError, ServiceConfig
 from emulator.runtime import derive_seed
@@ -36,7 +38,8 @@ from .traffic import TrafficModel
 __all__ = ["Workload", "broker_id", "client_settings", "cluster_settings", "initial_capacities",
            "scenario_latencies", "service_config"]
 
-_SHORTHANDS = {"placement": PLACEMENT_KEY, "shedder": SHEDDER_KEY}
+_SHORTHANDS = {"placement": PLACEMENT_KEY, "shedder": SHEDDER_KEY, "load_manager": "loadManagerClassName"}
+TRANSFER_SHEDDER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
 
 
 def broker_id(name: str) -> str:
@@ -57,14 +60,24 @@ def service_config(scenario: Scenario, base: ServiceConfig | None = None,
         raise ScenarioError(source, None, MISSING, str(e)) from None
     if overrides:
         mapped = {_SHORTHANDS.get(k, k): v for k, v in overrides.items()}
+        if "loadManagerClassName" in mapped:
+            mapped["loadManagerClassName"] = resolve_class_name(str(mapped["loadManagerClassName"]))
         conf = conf.with_overrides(mapped, source=overrides_source)
+        if (conf.load_manager_class_name == EXTENSIBLE and SHEDDER_KEY not in mapped
+                and not is_extensible_name(conf.load_balancer_load_shedding_strategy)):
+            # a scenario written for Modular (its ThresholdShedder) switched to the Extensible load
+            # manager: configured as Pulsar's docs configure it (loadBalancerLoadSheddingStrategy=
+            # ...TransferShedder). A Modular shedder named by --shedder / --set stays, and Pulsar's
+            # own fallback applies (an error logged, TransferShedder used).
+            conf = conf.with_overrides({SHEDDER_KEY: TRANSFER_SHEDDER}, source=overrides_source)
 
         def fail(key: str, reason: str) -> Exception:
             flag = next((k for k, v in _SHORTHANDS.items() if v == key and k in overrides), key)
             return ConfigError(f"{overrides_source}: {flag} = {overrides.get(flag)!r}: {reason}")
 
         check_strategies(conf.load_balancer_load_placement_strategy,
-                         conf.load_balancer_load_shedding_strategy, fail)
+                         conf.load_balancer_load_shedding_strategy, fail,
+                         extensible=conf.load_manager_class_name == EXTENSIBLE)
     return msgspec.structs.replace(conf)
 
 

@@ -847,8 +847,13 @@ def _config_reason(message: str, key: str) -> str:
 
 
 def check_strategies(placement: str, shedder: str,
-                     fail: Callable[[str, str], Exception]) -> None:
-    """Raise `fail(key, reason)` when a strategy name is unknown or the pair is not allowed."""
+                     fail: Callable[[str, str], Exception], *, extensible: bool = False) -> None:
+    """Raise `fail(key, reason)` when a strategy name is unknown or the pair is not allowed.
+
+    `extensible`: the load manager is ExtensibleLoadManagerImpl, whose unload strategy is a
+    NamespaceUnloadStrategy (TransferShedder or the user's); a Modular shedder's name is accepted
+    too, because Pulsar then logs an error and uses TransferShedder (`createNamespaceUnloadStrategy`),
+    a documented fallback rather than a typo. The placement pair is Modular's only."""
     import shedders
     import strategies
     from emulator.cluster.strategy_pair import create_pair
@@ -857,6 +862,17 @@ def check_strategies(placement: str, shedder: str,
         strategies.create(placement, rng=random.Random(0))
     except (ValueError, TypeError, ImportError) as e:
         raise fail(PLACEMENT_KEY, str(e)) from None
+    if extensible:
+        try:
+            shedders.create_extensible(shedder, rng=random.Random(0))
+            return
+        except (ValueError, TypeError, ImportError) as e:
+            extensible_error = str(e)
+        try:
+            shedders.create(shedder, rng=random.Random(0))
+        except (ValueError, TypeError, ImportError):
+            raise fail(SHEDDER_KEY, extensible_error) from None
+        return
     try:
         shedders.create(shedder, rng=random.Random(0))
     except (ValueError, TypeError, ImportError) as e:

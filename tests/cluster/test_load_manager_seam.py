@@ -11,6 +11,7 @@ from structlog.testing import capture_logs
 from emulator.cluster import load_manager as lm
 from emulator.cluster.events import LoadManagerChanged, LoadManagerCreateFailed
 from emulator.cluster.messages import HandleKind, LookupTopic, LookupType
+from emulator.cluster.extensible_wrapper import ExtensibleLoadManagerWrapper
 from emulator.cluster.modular_wrapper import ModularLoadManagerWrapper
 from emulator.cluster.noop_load_manager import NoopLoadManager
 from emulator.model.bundles import NamespaceBundles
@@ -50,11 +51,12 @@ async def test_the_class_name_picks_the_load_manager_of_every_broker():
         assert all(type(b.load_manager) is NoopLoadManager for b in cluster.brokers.values())
     async with emulated_cluster(2, seed=1) as cluster:
         assert all(type(b.load_manager) is ModularLoadManagerWrapper for b in cluster.brokers.values())
+    async with emulated_cluster(2, seed=1, conf=ServiceConfig(load_manager_class_name=lm.EXTENSIBLE)) as cluster:
+        assert all(type(b.load_manager) is ExtensibleLoadManagerWrapper for b in cluster.brokers.values())
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("name", ["com.example.NoSuchLoadManager", "NoopLoadManager",
-                                  "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"])
+@pytest.mark.parametrize("name", ["com.example.NoSuchLoadManager", "NoopLoadManager"])
 async def test_an_unknown_class_falls_back_to_simple_with_pulsars_warning_once_per_broker(name: str):
     """LoadManager.create: Reflections.createInstance fails -> log.warn("Error when trying to create load
     manager: ", e) -> new SimpleLoadManagerImpl(pulsar). A short name is no class name to Pulsar."""

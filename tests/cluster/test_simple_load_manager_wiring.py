@@ -206,9 +206,12 @@ def test_simple_table_cells_follow_broker_monitor():
 def test_watch_prints_the_tables_again_every_interval(monkeypatch):
     printed: list[str] = []
     pauses: list[float] = []
-    monkeypatch.setattr(monitor_module, "monitor", lambda url, timeout=10.0: f"table {len(printed)}")
+    monkeypatch.setattr(monitor_module, "monitor", lambda url, timeout=10.0, extensions=False:
+                        f"{'extensions' if extensions else 'table'} {len(printed)}")
     n = monitor_module.watch("http://127.0.0.1:1", 5.0, count=3, write=printed.append, sleep=pauses.append)
     assert n == 3 and printed == ["table 0\n", "table 1\n", "table 2\n"] and pauses == [5.0, 5.0]
+    monitor_module.watch("http://127.0.0.1:1", 5.0, count=1, write=printed.append, extensions=True)
+    assert printed[-1] == "extensions 3\n"
 
 
 def test_a_modular_report_is_not_read_as_a_load_report():

@@ -158,14 +158,19 @@ def reference(run_dir: str | Path, window: float, bound: float, minutes: float) 
     for s in bounds:
         k[s].update(unloads=0, repeat_unloads=0, splits=0, bundles_unloaded=0, bundles_split=0)
     last_unload: dict[str, float] = {}
-    for d in sorted((d for d in decisions if d["decision"] == "unload"), key=lambda d: d["t"]):
+    def extensible(d: dict) -> bool:   # an Extensible decision that went through, not an admin's
+        return d.get("label") == "Success" and d.get("reason") != "Admin"
+
+    for d in sorted((d for d in decisions if d["decision"] == "unload"
+                     or (d["decision"] == "extensible_unload" and extensible(d))), key=lambda d: d["t"]):
         repeat = d["bundle"] in last_unload and d["t"] - last_unload[d["bundle"]] <= grace
         last_unload[d["bundle"]] = d["t"]
         for s in scopes_of(d["t"]):
             k[s]["unloads"] += 1
             k[s]["repeat_unloads"] += int(repeat)
     for d in decisions:
-        if d["decision"] == "split" and d.get("ok") is not False:
+        if (d["decision"] == "split" and d.get("ok") is not False) or (
+                d["decision"] == "extensible_split" and extensible(d)):
             for s in scopes_of(d["t"]):
                 k[s]["splits"] += 1
         if d["decision"] in ("bundle_unloaded", "bundle_split"):

@@ -29,6 +29,17 @@ def recorded(tmp_path_factory):
     """A finished run, and one still running (no emulated_end) in a folder whose name needs escaping."""
     root = tmp_path_factory.mktemp("runs")
     done = write_synthetic_run(root / "done", seed=5, duration=3600.0, overrides={"placement": "AvgShedder"})
+    with open(Path(done, "decisions.jsonl"), "a") as f:   # the Extensible load manager's, some counted
+        for t, decision, label, reason in ((130.0, "extensible_unload", "Success", "Overloaded"),
+                                           (140.0, "extensible_unload", "Skip", "HitCount"),
+                                           (700.0, "extensible_unload", "Success", "Underloaded"),
+                                           (900.0, "extensible_unload", "Success", "Admin"),
+                                           (1300.0, "extensible_split", "Success", "Topics"),
+                                           (1400.0, "extensible_split", "Skip", "Balanced"),
+                                           (1500.0, "extensible_split", "Success", "Admin")):
+            f.write(json.dumps({"kind": "decision" if decision == "extensible_unload" else decision, "t": t,
+                                "label": label, "reason": reason, "bundle": "public/default/0x00000000_0x10000000",
+                                "broker": "broker-1:8080", "decision": decision}) + "\n")
     running = write_synthetic_run(root / "still running+1 %x", seed=9, duration=2650.0)
     info = json.loads(Path(running, "run.json").read_text())
     info.update(emulated_start=50.0, emulated_end=None, complete=False, ended_at=None, grid={})
@@ -167,3 +178,11 @@ def test_bad_arguments_name_themselves(tmp_path, recorded):
     write_synthetic_run(twin, duration=60.0)
     with pytest.raises(ValueError, match="must be unique"):
         load_runs([recorded[0], twin])
+
+
+def test_extensible_decisions_that_went_through_count_as_unloads_and_splits(rolled, recorded):
+    result, _, _ = rolled
+    row = next(r for r in result.runs if r["run_id"] == "done")
+    lines = [json.loads(line) for line in Path(recorded[0], "decisions.jsonl").read_text().splitlines()]
+    assert row["unloads"] == sum(d["decision"] == "unload" for d in lines) + 2
+    assert row["splits"] == sum(d["decision"] == "split" and d.get("ok") is not False for d in lines) + 1

@@ -1,11 +1,14 @@
 """Load-balancing decisions (what the decision log keeps): assignments, unloads and splits by the
-owners, and the leader's shedding and split cycle steps, with the numbers behind them."""
+owners, and the leader's shedding and split cycle steps, with the numbers behind them; the
+Extensible load manager's unload, split and assignment decisions at the end."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
+
+from emulator.model.extensible.decisions import SplitLabel, SplitReason, UnloadLabel, UnloadReason
 
 from .base import Decision, Event, LeaderDecision
 
@@ -189,3 +192,68 @@ class Split(LeaderDecision, kw_only=True):
     message: str
     bundle_data: BundleNumbers | None
     result: dict[str, Any]
+
+
+# ------------------------------------------------------------------ the Extensible load manager
+
+
+class ExtensibleUnloadDecision(LeaderDecision, kw_only=True):
+    """One UnloadDecision of the Extensible load manager's leader (UnloadScheduler running
+    TransferShedder, or an admin unload), with the label and reason UnloadCounter counted for it:
+    Success (the unload went through), Skip (why the cycle planned nothing) or Failure.
+
+    `broker` is the source broker and `destination` the pre-assigned one (None: a plain unload, the
+    next lookup assigns); `transfer` is True when the destination is assigned before the source
+    closes the bundle (`loadBalancerTransferEnabled`). The shedder's numbers of that cycle: the mean
+    and std of the brokers' weightedMaxEMA, `loadBalancerBrokerLoadTargetStd`, and the loads of the
+    pair it evened out (the most loaded broker, overloaded or the std's cause; the least, underloaded);
+    None where the cycle did not get that far."""
+
+    decision = "extensible_unload"
+    leader: str
+    label: UnloadLabel
+    reason: UnloadReason
+    bundle: str | None = None
+    broker: str | None = None
+    destination: str | None = None
+    transfer: bool = False
+    load_avg: float | None = None
+    load_std: float | None = None
+    target_std: float | None = None
+    max_load: float | None = None
+    min_load: float | None = None
+
+
+class ExtensibleSplitDecision(Decision, kw_only=True):
+    """One SplitDecision of an owner's SplitScheduler (or an admin split), as SplitCounter counted it.
+
+    `broker` is the owner that decided; `children` the child ranges when the split went through. The
+    numbers behind the reason: the bundle's topics, sessions (producers + consumers), msg rate and
+    throughput (in + out, msg/s and bytes/s) as the split strategy compared them, and the limit the
+    reason's number crossed (`loadBalancerNamespaceBundleMax*`); None where not computed."""
+
+    kind = "extensible_split"
+    broker: str
+    label: SplitLabel
+    reason: SplitReason
+    bundle: str | None = None
+    children: list[str] | None = None
+    topics: int | None = None
+    sessions: int | None = None
+    msg_rate: float | None = None
+    throughput: float | None = None
+    threshold: float | None = None
+
+
+class ExtensibleAssignment(Decision, kw_only=True):
+    """A lookup at any broker assigned a bundle through the channel (`selectAsync` then the Assign
+    event: AssignCounter's Success), or found no candidate (`broker` None: Empty). `candidates` is
+    how many brokers passed the filters; `fallback` is True when LeastResourceUsageWithWeight found
+    no broker clearly below the average and picked among them all."""
+
+    kind = "extensible_assignment"
+    decider: str
+    bundle: str
+    broker: str | None
+    candidates: int
+    fallback: bool = False

@@ -12,6 +12,8 @@ business.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Protocol
 
 from emulator.model.extensible.counters import AssignCounter
 
@@ -25,14 +27,23 @@ class NoBrokerSelectedError(Exception):
     """`IllegalStateException("Failed to select the new owner broker for bundle: ...")`."""
 
 
+class Selector(Protocol):
+    """What the Assigner asks to pick a broker: `ExtensibleLoadManagerImpl.selectAsync`."""
+
+    async def select(self, bundle: str, excluded: frozenset[str]) -> str | None: ...
+
+
 class Assigner:
     """`assign(bundle)` on one broker, through its channel."""
 
-    def __init__(self, channel: ServiceUnitStateChannel, host: ChannelHost,
-                 counter: AssignCounter | None = None) -> None:
+    def __init__(self, channel: ServiceUnitStateChannel, host: ChannelHost | Selector,
+                 counter: AssignCounter | None = None,
+                 on_assigned: Callable[[str, str | None, str | None], None] | None = None) -> None:
         self.channel = channel
         self.host = host
         self.counter = counter if counter is not None else AssignCounter()
+        self.on_assigned = on_assigned
+        """Told (bundle, selected broker or None, the owner the channel answered) after each selection."""
         self._requests: dict[str, asyncio.Future[str]] = {}
 
     async def assign(self, bundle: str) -> str:
@@ -66,6 +77,11 @@ class Assigner:
         selected = await self.host.select(bundle, frozenset())
         if selected is None:
             self.counter.increment_empty()
+            if self.on_assigned is not None:
+                self.on_assigned(bundle, None, None)
             raise NoBrokerSelectedError(f"Failed to select the new owner broker for bundle: {bundle}")
         self.counter.increment_success()
-        return await self.channel.publish_assign(bundle, selected)
+        owner = await self.channel.publish_assign(bundle, selected)
+        if self.on_assigned is not None:
+            self.on_assigned(bundle, selected, owner)
+        return owner

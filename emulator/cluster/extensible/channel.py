@@ -116,6 +116,8 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         self.counters = ChannelCounters()
         self._listeners: list[StateChangeListener] = []
         self._owner_requests: dict[str, asyncio.Future[str | None]] = {}
+        self._acting = 0                      # handlers' asynchronous parts under way (_act)
+        self._idle: asyncio.Event | None = None
 
     @property
     def now_ms(self) -> int:
@@ -331,6 +333,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         or split it (`splitServiceUnit`), then publish the next value or the tombstone; then notify
         (`notifyOnCompletion`)."""
         error: BaseException | None = None
+        self._acting += 1
         try:
             if action.close:
                 await self.host.close(service_unit, action.disconnect_clients,
@@ -346,8 +349,23 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
             self.counters.handler[action.handler].failure += 1
             self.log.warning("failed to handle channel event", service_unit=service_unit,
                              state=action.handler.value, error=repr(exc))
+        finally:
+            self._acting -= 1
+            if self._acting == 0 and self._idle is not None:
+                self._idle.set()
         if action.notify:
             self._notify(service_unit, data, error)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Until no handler's close / split / publish is under way (at most `timeout` s): a broker
+        shutting down lets its channel finish what it started, as Pulsar's keeps running until the
+        load manager is closed. True if it got idle."""
+        with anyio.move_on_after(timeout):
+            while self._acting:
+                self._idle = asyncio.Event()
+                await self._idle.wait()
+            return True
+        return False
 
     def _handle_skipped_event(self, service_unit: str, data: ServiceUnitStateData | None) -> None:
         """`handleSkippedEvent`: a dropped write completes a waiting lookup if the bundle is Owned."""

@@ -86,7 +86,11 @@ class UnloadScheduler:
         conf: ServiceConfig,
         context: Callable[[], Awaitable[LoadManagerContext]],
         counter: UnloadCounter,
+        on_run: Callable[[list[UnloadDecision], dict[str, bool], LoadManagerContext], None] | None = None,
     ) -> None:
+        self.on_run = on_run
+        """Told, at the end of each run that decided, the decisions, whether each published unload
+        completed (by bundle) and the context they were made on (events, metrics)."""
         self.channel = channel
         self.unload_manager = unload_manager
         self.strategy = strategy
@@ -142,17 +146,22 @@ class UnloadScheduler:
             return
         self.last_decisions = list(decisions)
         sources: set[str] = set()
-        waits = [self._unload(d, timeout, sources) for d in decisions
+        outcomes: dict[str, bool] = {}
+        waits = [self._unload(d, timeout, sources, outcomes) for d in decisions
                  if d.label is UnloadLabel.SUCCESS and d.unload is not None]
         if waits:
             await asyncio.gather(*waits)
             self.counter.update_unload_broker_count(len(sources), self.channel.now_ms)
+        if self.on_run is not None:
+            self.on_run(self.last_decisions, outcomes, context)
 
-    async def _unload(self, decision: UnloadDecision, timeout: float, sources: set[str]) -> None:
+    async def _unload(self, decision: UnloadDecision, timeout: float, sources: set[str],
+                      outcomes: dict[str, bool]) -> None:
         unload = decision.unload
         assert unload is not None
         done = await self.unload_manager.wait(self.channel.publish_unload(unload), unload.service_unit,
                                               decision, timeout)
+        outcomes[unload.service_unit] = done
         if done:
             now = self.channel.now_ms
             sources.add(unload.source_broker)
@@ -173,7 +182,12 @@ class SplitScheduler:
         bundle_stats: Callable[[], Mapping[str, NamespaceBundleStats]],
         bundle_counts: Callable[[], Mapping[str, int]],
         topics: Callable[[], Mapping[str, TopicStats]] | None = None,
+        on_run: Callable[[list[SplitDecision], dict[str, bool], Mapping[str, NamespaceBundleStats]], None]
+        | None = None,
     ) -> None:
+        self.on_run = on_run
+        """Told, at the end of each run, the decisions, whether each published split completed (by
+        bundle) and the bundle stats they were made on."""
         self.channel = channel
         self.split_manager = split_manager
         self.strategy = strategy
@@ -204,19 +218,27 @@ class SplitScheduler:
         self.runs += 1
         try:
             context = await self.context()
+            stats = self.bundle_stats()
             decisions = self.strategy.find_bundles_to_split(
-                self.channel.broker_id, self.bundle_stats(), self.bundle_counts(), context,
+                self.channel.broker_id, stats, self.bundle_counts(), context,
                 self.topics() if self.topics is not None else None)
         except Exception as exc:
             _log.error("Failed to run the split job.", broker=self.channel.broker_id, error=repr(exc))
             return
         self.last_decisions = list(decisions)
         timeout = conf.namespace_bundle_unloading_timeout_ms / 1000
-        waits: list[Awaitable[Any]] = [
-            self.split_manager.wait(self.channel.publish_split(d.split), d.split.service_unit, d, timeout)
-            for d in decisions if d.label is SplitLabel.SUCCESS and d.split is not None
-        ]
+        outcomes: dict[str, bool] = {}
+
+        async def split(d: SplitDecision) -> None:
+            assert d.split is not None
+            outcomes[d.split.service_unit] = await self.split_manager.wait(
+                self.channel.publish_split(d.split), d.split.service_unit, d, timeout)
+
+        waits: list[Awaitable[Any]] = [split(d) for d in decisions
+                                       if d.label is SplitLabel.SUCCESS and d.split is not None]
         if waits:
             await asyncio.gather(*waits)
+        if self.on_run is not None:
+            self.on_run(self.last_decisions, outcomes, stats)
 
 
