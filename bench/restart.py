@@ -64,15 +64,24 @@ class _Connected:
 async def restart_case(*, brokers: int, namespaces: int, bundles_per_ns: int, clients: int,
                        producers_per_client: int, restart_window: float, duration: float,
                        seed: int, record_dir: str | None = None,
-                       record_decisions: str = DEFAULT_LEVEL) -> dict[str, Any]:
+                       record_decisions: str = DEFAULT_LEVEL, load_manager: str | None = None) -> dict[str, Any]:
     """The case; with `record_dir`, recorded there as `run --record` does (metrics, samples every
-    10 emulated s, decisions at `record_decisions`, events)."""
+    10 emulated s, decisions at `record_decisions`, events). `load_manager`: a loadManagerClassName
+    (default Modular; the Extensible one gets TransferShedder, as its docs configure it)."""
+    from emulator.model.config import ServiceConfig
+
     wall0 = time.perf_counter()
     ns = [f"public/ns-{i}" for i in range(namespaces)]
     total = clients * producers_per_client
     names = [f"persistent://{ns[i % namespaces]}/topic-{i}" for i in range(total)]
+    conf = None
+    if load_manager is not None:
+        conf = ServiceConfig(load_manager_class_name=load_manager)
+        if load_manager.endswith("ExtensibleLoadManagerImpl"):
+            conf = ServiceConfig(load_manager_class_name=load_manager, load_balancer_load_shedding_strategy=(
+                "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"))
     async with emulated_cluster(brokers, seed=seed, namespaces={n: bundles_per_ns for n in ns},
-                                check_interval=CHECK_INTERVAL) as cluster:
+                                check_interval=CHECK_INTERVAL, conf=conf) as cluster:
         if cluster.decision_log is not None:
             cluster.decision_log.close()  # 100k assignment traces: the benchmark reads none of them
         counter = _Connected(total)

@@ -112,6 +112,11 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         self.multi_phase_unload = conf.load_balancer_multi_phase_bundle_unload
         self.load_data_stores = tuple(load_data_stores)
         self.view: TableView[ServiceUnitStateData] = TableView(topic, self, strategy=should_keep_left)
+        # the table's Owned bundles (-> owner) and Splitting ones, kept as the view changes: a
+        # decision's context reads them without a walk over every bundle (65,000 per select)
+        self.owners: dict[str, str] = {}
+        self.splitting_units: set[str] = set()
+        self.view.on_change = self._index
         self.channel_state = ChannelState.CONSTRUCTED
         self.counters = ChannelCounters()
         self._listeners: list[StateChangeListener] = []
@@ -154,6 +159,21 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
             raise ChannelNotReadyError(f"Invalid channel state:{self.channel_state.value}")
 
     # ================================================================== reading the table
+
+    def _index(self, service_unit: str | None, data: ServiceUnitStateData | None) -> None:
+        if service_unit is None:
+            self.owners.clear()
+            self.splitting_units.clear()
+            return
+        state = data.state if data is not None else None
+        if state is _S.OWNED and data is not None and data.dst_broker:
+            self.owners[service_unit] = data.dst_broker
+        else:
+            self.owners.pop(service_unit, None)
+        if state is _S.SPLITTING:
+            self.splitting_units.add(service_unit)
+        else:
+            self.splitting_units.discard(service_unit)
 
     def owned_service_units(self) -> list[str]:
         """`getOwnedServiceUnits` of this broker: Owned with dst = this broker, in table order."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import structlog
@@ -39,7 +40,6 @@ from emulator.model.extensible.decisions import (
     UnloadLabel,
 )
 from emulator.model.extensible.split_strategy import DefaultNamespaceBundleSplitStrategy, TopicStats
-from emulator.model.extensible.state import ServiceUnitState
 from emulator.model.loaddata import NamespaceBundleStats
 from emulator.runtime import Actor
 
@@ -63,16 +63,11 @@ class NamespaceUnloadStrategy(Protocol):
     ) -> list[UnloadDecision]: ...
 
 
-def channel_ownership(channel: ServiceUnitStateChannel) -> tuple[dict[str, str], frozenset[str]]:
-    """What a LoadManagerContext reads of the channel: Owned bundle -> owner, and the Splitting ones."""
-    owners: dict[str, str] = {}
-    splitting: set[str] = set()
-    for service_unit, data in channel.view.items():
-        if data.state is ServiceUnitState.OWNED and data.dst_broker:
-            owners[service_unit] = data.dst_broker
-        elif data.state is ServiceUnitState.SPLITTING:
-            splitting.add(service_unit)
-    return owners, frozenset(splitting)
+def channel_ownership(channel: ServiceUnitStateChannel) -> tuple[Mapping[str, str], frozenset[str]]:
+    """What a LoadManagerContext reads of the channel: Owned bundle -> owner (a read-only view of the
+    channel's index, live: a decision runs without awaiting once its context is made), and the
+    Splitting ones."""
+    return MappingProxyType(channel.owners), frozenset(channel.splitting_units)
 
 
 class UnloadScheduler:

@@ -49,6 +49,9 @@ class TableView(Generic[V]):
         self._armed = False
         self._subscribed = False
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.on_change: Callable[[str | None, Any], None] | None = None
+        """Told every change of `data` as it happens: (key, new value or None when removed), and
+        (None, None) when the view is closed (its data dropped). For an index kept beside the table."""
 
     def __repr__(self) -> str:
         return f"<TableView {self.topic.topic} of {self.owner.name} keys={len(self.data)}>"
@@ -101,6 +104,8 @@ class TableView(Generic[V]):
         self._queue.clear()
         self.data = {}
         self.applied_offset = -1
+        if self.on_change is not None:
+            self.on_change(None, None)
 
     async def refresh(self, timeout: float) -> bool:
         """`refreshAsync()` bounded by `timeout` seconds: wait until every entry the topic held when
@@ -152,6 +157,8 @@ class TableView(Generic[V]):
                 self.data.pop(key, None)
             else:
                 self.data[key] = value
+            if self.on_change is not None:
+                self.on_change(key, value)
             if notify:
                 for listener in self._listeners:
                     listener(key, value)
