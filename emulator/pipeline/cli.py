@@ -76,7 +76,7 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("report", help="PNG plots and an HTML page from a roll-up or sweep folder")
-    p.add_argument("rollup_dir", metavar="DIR", help="the --out folder of rollup or of sweep")
+    p.add_argument("rollup_dir", metavar="DIR", help="the --out folder of rollup, sweep or compare")
     p.add_argument("--out", default=None, help="report folder (default DIR/report)")
     p.set_defaults(func=cmd_report)
     return p

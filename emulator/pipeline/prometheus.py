@@ -304,8 +304,8 @@ def to_recording(series: Mapping[str, Sequence[Series]], folder: str | Path, *, 
     for name in (*COUNTERS.values(), UNAVAILABLE_SECONDS):
         for s in series.get(name, ()):
             labels = {k: v for k, v in s.labels.items() if k != "__name__"}
-            if "broker" not in labels and "instance" in labels:
-                labels["broker"] = _broker(labels, by_instance)
+            if "broker" not in labels and labels.get("instance") in by_instance:   # a real broker's own
+                labels["broker"] = by_instance[labels["instance"]]
             total = 0.0
             for t, inc in _increases(timed(s), there_at_start(s)):
                 total += inc

@@ -41,6 +41,7 @@ import pytest
 from emulator.observe.recording_files import iter_lines
 from emulator.pipeline.prometheus import EMULATOR_ONLY, NEVER, rollup_prometheus
 from emulator.pipeline.rollup import KPI_COLUMNS, UNAVAILABLE_FILE, rollup
+from emulator.pipeline.side_by_side import compare_folders
 from tests.observe.test_prometheus import PROMETHEUS, free_port, require_prometheus, stop, wait_for
 from tests.observe.test_grafana_stack import api
 
@@ -157,12 +158,12 @@ def observed(tmp_path_factory):
 @pytest.fixture(scope="module")
 def rolled(spark, observed, tmp_path_factory):
     folder, url, start, end = observed
-    rec = rollup([folder], tmp_path_factory.mktemp("rec"), spark=spark, show=False)
-    out = tmp_path_factory.mktemp("prom-rollup")
+    rec = rollup([folder], tmp_path_factory.mktemp("recording"), spark=spark, show=False)
+    out = tmp_path_factory.mktemp("prometheus")
     prom = rollup_prometheus(url, start, end, SCRAPE / 2, out, spark=spark, show=False)
     [r] = rec.runs
     [p] = prom.runs
-    return r, p, out
+    return r, p, out, Path(rec.out_dir)
 
 
 def series_slack(folder: Path, name: str, end: float) -> float:
@@ -193,7 +194,7 @@ def close(kpi: str, rec: float, prom: float, slack: dict[str, float]) -> bool:
 
 
 def test_the_kpis_from_prometheus_equal_those_from_the_recording(rolled, observed):
-    rec, prom, out = rolled
+    rec, prom, out, _ = rolled
     folder = observed[0]
     # the topic-seconds of one scrape interval at the end: what the last scrape can miss
     down = [json.loads(line) for line in iter_lines(folder, "samples.jsonl")
@@ -222,3 +223,19 @@ def test_the_kpis_from_prometheus_equal_those_from_the_recording(rolled, observe
     reasons = json.loads((out / UNAVAILABLE_FILE).read_text())
     assert set(reasons) == set(NEVER) and not set(reasons) & set(EMULATOR_ONLY)
     assert all(reasons.values())
+
+
+def test_compare_puts_the_emulated_run_beside_its_prometheus_view(rolled, tmp_path, capsys):
+    rec, prom, prom_dir, rec_dir = rolled
+    result = compare_folders([rec_dir, prom_dir], tmp_path)
+    printed = capsys.readouterr().out
+    labels = [i.label for i in result.inputs]
+
+    def same(a, b) -> bool:
+        return (a is None and b is None) or (None not in (a, b) and math.isclose(a, b, rel_tol=1e-12))
+
+    for row in result.rows:
+        kpi = row["kpi"]
+        assert same(row[labels[0]]["mean"], rec[kpi]) and same(row[labels[1]]["mean"], prom[kpi]), kpi
+    for kpi, reason in NEVER.items():
+        assert f"{labels[1]}: {kpi}: {reason}" in printed
