@@ -219,3 +219,16 @@ def test_no_pulsar_series_in_range_is_one_line_before_spark_starts(tmp_path):
 def test_every_query_is_a_series_the_rollup_or_the_mapping_reads():
     assert len(set(QUERIES)) == len(QUERIES)
     assert set(SAMPLE_NAMES) <= set(QUERIES)
+
+
+def test_the_readme_lists_every_kpi_prometheus_cannot_give():
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("### A real cluster"):text.index("### KPIs: one definition each")]
+    named: set[str] = set()
+    for cell in re.findall(r"^\| (.*?) \| [^|]+ \|$", section, re.M):
+        for name in re.findall(r"`([a-z0-9_{},]+)`", cell):
+            stem, _, alts = name.partition("{")
+            named |= {stem + alt for alt in alts.rstrip("}").split(",")} if alts else {name}
+    assert named == set(NEVER) | set(EMULATOR_ONLY)
