@@ -51,7 +51,7 @@ import sys
 import time
 import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -160,15 +160,10 @@ class Staged(msgspec.Struct, kw_only=True):
 # ====================================================================== fetching
 
 
-def fetch_series(url: str, start: float, end: float, step: float, *, fetch: Fetch = http_post,
-                 progress: Callable[[str], None] | None = None) -> dict[str, list[Series]]:
+def fetch_series(url: str, start: float, end: float, step: float, *,
+                 fetch: Fetch = http_post) -> dict[str, list[Series]]:
     """query -> its series over [start, end] at `step`, for every query of QUERIES."""
-    out: dict[str, list[Series]] = {}
-    for q in QUERIES:
-        if progress is not None:
-            progress(q)
-        out[q] = query_range(url, q, start, end, step, fetch=fetch)
-    return out
+    return {q: query_range(url, q, start, end, step, fetch=fetch) for q in QUERIES}
 
 
 # ====================================================================== mapping
