@@ -5,6 +5,7 @@
     pulsar-lb-emulator monitor --url http://127.0.0.1:PORT
     pulsar-lb-emulator snapshot export --url URL DIR | snapshot to-scenario DIR [-o FILE]
     pulsar-lb-emulator rollup RUN_DIR... | sweep SCENARIO --grid k=v1,v2 --seeds 1-5 | report ROLLUP_DIR
+    pulsar-lb-emulator rollup --prometheus URL --from T [--to T] | compare ROLLUP_DIR ROLLUP_DIR...
 
 Bad input (flags, scenario files, broker.conf) gets one line on stderr naming the file or flag, the key
 and the value, and exit code 2; never a traceback. A run stopped with Ctrl-C (or SIGTERM) prints the
@@ -147,13 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_snapshot_parser(sub)
 
     try:
-        from emulator.pipeline.cli import add_report_parser, add_rollup_parser, add_sweep_parser
+        from emulator.pipeline.cli import add_compare_parser, add_report_parser, add_rollup_parser, add_sweep_parser
     except ImportError:  # pragma: no cover - the pipeline is optional at import time
         pass
     else:
         add_rollup_parser(sub)
         add_sweep_parser(sub)
         add_report_parser(sub)
+        add_compare_parser(sub)
     return parser
 
 

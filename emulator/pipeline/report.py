@@ -1,6 +1,7 @@
 """The report: PNG plots and one HTML page from a roll-up folder.
 
     pulsar-lb-emulator report ROLLUP_DIR [--out DIR]        # default ROLLUP_DIR/report
+    pulsar-lb-emulator report COMPARE_DIR                   # `compare --out`: its table as a page
 
 Reads the roll-up's CSV tables (`csv/<table>/part-*.csv`) with the standard library, so a report needs
 neither Spark nor pandas. Plots (matplotlib, Agg backend, every figure FIGSIZE at DPI, i.e. 1000 x 400
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import html
+import json
 import math
 import re
 from pathlib import Path
@@ -252,16 +254,54 @@ confidence half-width over seeds (Student t).</p>
 # ====================================================================== entry point
 
 
+COMPARE_FILE = "compare.json"
+"""What `compare --out DIR` writes (side_by_side.py); `report DIR` renders it."""
+
+
+def render_compare_html(doc: Mapping[str, Any]) -> str:
+    """compare.json as a page: one row per KPI, one column per folder, then the null KPIs' reasons."""
+    labels = [str(i["label"]) for i in doc.get("inputs", [])]
+    runs = {str(i["label"]): i.get("runs") for i in doc.get("inputs", [])}
+    table = _html_table(
+        ["kpi", *(f"{label} ({runs[label]} runs)" for label in labels), "definition"],
+        [[str(r["kpi"]), *(mean_ci(r["values"][label]["mean"], r["values"][label]["ci95"]) for label in labels),
+          str(r.get("definition", ""))] for r in doc.get("kpis", [])])
+    notes = "".join(f"<li>{html.escape(str(i['label']))}: <code>{html.escape(k)}</code>: {html.escape(v)}</li>"
+                    for i in doc.get("inputs", []) for k, v in (i.get("kpis_unavailable") or {}).items())
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>pulsar-lb-emulator comparison</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; font-size: 13px; margin-bottom: 2em; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
+th:first-child, td:first-child, td:last-child {{ text-align: left; }}
+</style></head><body>
+<h1>pulsar-lb-emulator comparison</h1>
+<p>One column per roll-up folder: its run's value, or mean ± 95 % confidence half-width over its runs.</p>
+{table}
+<h2>Not available (null)</h2>
+<ul>{notes or "<li>none</li>"}</ul>
+</body></html>
+"""
+
+
 def report(rollup_dir: str | Path, out_dir: str | Path | None = None) -> ReportFiles:
     """Write the PNGs and index.html for a roll-up folder, or a sweep's folder (its `rollup/` is the
-    roll-up; the report goes beside it, `<sweep>/report`); returns their paths."""
+    roll-up; the report goes beside it, `<sweep>/report`), or index.html alone for a `compare --out`
+    folder; returns their paths."""
     given = Path(rollup_dir)
+    if (given / COMPARE_FILE).is_file() and not (given / "csv" / "runs").is_dir():
+        out = Path(out_dir) if out_dir is not None else given / "report"
+        out.mkdir(parents=True, exist_ok=True)
+        page = out / "index.html"
+        page.write_text(render_compare_html(json.loads((given / COMPARE_FILE).read_text())), encoding="utf-8")
+        return ReportFiles(out_dir=str(out), html=str(page), pngs=[])
     root = given
     if not (root / "csv" / "runs").is_dir() and (root / "rollup" / "csv" / "runs").is_dir():
         root = given / "rollup"          # `sweep --out DIR` wrote DIR/runs and DIR/rollup
     if not (root / "csv" / "runs").is_dir():
         raise ValueError(f"rollup_dir = {str(rollup_dir)!r}: no csv/runs table there; "
-                         "give the --out folder of `rollup` or of `sweep`")
+                         "give the --out folder of `rollup`, `sweep` or `compare`")
     out = Path(out_dir) if out_dir is not None else given / "report"
     out.mkdir(parents=True, exist_ok=True)
     runs = read_table(root, "runs")

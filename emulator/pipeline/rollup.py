@@ -290,12 +290,51 @@ def read_publish(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
 
 class Frames(msgspec.Struct, kw_only=True):
     """The four inputs of a roll-up as Spark frames in the recording's columns (`read_*` above): from
-    recording folders, or from another source that writes the same columns (`prometheus.py`)."""
+    recording folders, or from another source that writes the same columns."""
 
     samples: Any
     decisions: Any
     events: Any
     publish: Any
+
+
+def counter_kpis_of(extra: Mapping[str, str] | None) -> dict[str, str]:
+    """COUNTERS plus `extra` (KPI -> counter sample name): a source without events can give a KPI that a
+    recording computes from events by a counter of the same figure (`prometheus.py`: the emulator's
+    pulsar_lb_emulator_unavailable_topic_seconds_total for unavailable_topic_seconds)."""
+    out = dict(COUNTERS)
+    for kpi, name in (extra or {}).items():
+        if kpi not in KPI_COLUMNS or kpi in COUNTERS:
+            raise ValueError(f"extra_counters: {kpi!r} = {name!r}: not a KPI column that events give")
+        out[kpi] = name
+    return out
+
+
+def null_kpis(rows: Sequence[dict[str, Any]], unavailable: Mapping[str, str]) -> None:
+    """Set the KPIs the source cannot give to None (undefined) in every row: nothing is invented."""
+    for kpi in unavailable:
+        if kpi not in KPI_COLUMNS:
+            raise ValueError(f"unavailable: {kpi!r} is not a KPI column")
+    for row in rows:
+        for kpi in unavailable:
+            row[kpi] = None
+
+
+UNAVAILABLE_FILE = "kpis_unavailable.json"
+"""In a roll-up folder: {KPI: why its source cannot give it} (a Prometheus roll-up's nulls), absent
+for recordings."""
+
+
+def write_unavailable(out_dir: str | Path, unavailable: Mapping[str, str] | None) -> None:
+    """UNAVAILABLE_FILE in KPI_COLUMNS order, or no such file (a roll-up of recordings into a folder
+    that held a Prometheus one leaves no stale reasons)."""
+    path = Path(out_dir) / UNAVAILABLE_FILE
+    if not unavailable:
+        path.unlink(missing_ok=True)
+        return
+    ordered = {k: unavailable[k] for k in KPI_COLUMNS if k in unavailable}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(ordered, indent=1) + "\n")
 
 
 def meta_rows(runs: Sequence[Run], t_max: Mapping[str, float | None], window: float) -> list[dict[str, Any]]:
@@ -357,14 +396,16 @@ class _Job:
     are small and known to the driver: they are local tables, broadcast to every join."""
 
     def __init__(self, spark: "SparkSession", runs: Sequence[Run], options: RollupOptions,
-                 frames: "Frames | None" = None) -> None:
+                 frames: "Frames | None" = None, extra_counters: Mapping[str, str] | None = None) -> None:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         self.F, self.Window, self.spark, self.o = F, Window, spark, options
+        self.counters = counter_kpis_of(extra_counters)
         self._cached: list["DataFrame"] = []
         if frames is None:
-            frames = Frames(samples=read_samples(spark, runs, SAMPLE_NAMES),
+            names = (*SAMPLE_NAMES, *(n for n in self.counters.values() if n not in SAMPLE_NAMES))
+            frames = Frames(samples=read_samples(spark, runs, names),
                             decisions=read_decisions(spark, runs), events=read_events(spark, runs),
                             publish=read_publish(spark, runs))
             stats = sample_stats(spark, runs)
@@ -537,7 +578,7 @@ class _Job:
 
     def counter_kpis(self) -> "DataFrame":
         F, Window = self.F, self.Window
-        names = {v: k for k, v in COUNTERS.items()}
+        names = {v: k for k, v in self.counters.items()}
         c = self.samples.filter(F.col("name").isin(*names)).withColumn(
             "series", F.to_json(F.array_sort(F.map_entries("labels"))))
         prev = F.lag("value").over(Window.partitionBy("run_id", "name", "series").orderBy("t"))
@@ -790,9 +831,13 @@ def rollup(run_dirs: Sequence[str | Path], out_dir: str | Path, *, master: str |
 def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None = DEFAULT_MASTER,
                 spark: "SparkSession | None" = None, options: RollupOptions | None = None,
                 show: bool = True, conf: Mapping[str, str] | None = None, size: int | None = None,
-                frames: Callable[["SparkSession"], Frames] | None = None) -> RollupResult:
+                frames: Callable[["SparkSession"], Frames] | None = None,
+                extra_counters: Mapping[str, str] | None = None,
+                unavailable: Mapping[str, str] | None = None) -> RollupResult:
     """`rollup()` of described runs; `frames(spark)` gives their inputs when they are not recording
-    folders (`prometheus.py`). `size`: input bytes, to size Spark to."""
+    folders. `size`: input bytes, to size Spark to. `extra_counters` (KPI -> counter sample name) and
+    `unavailable` (KPI -> why the source cannot give it: None in every row, the reasons in
+    UNAVAILABLE_FILE) are for sources other than recordings (`prometheus.py`)."""
     started = time.perf_counter()
     options = options or RollupOptions()
     if not isinstance(options, RollupOptions):
@@ -805,14 +850,16 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
             started = time.perf_counter()  # the figure is "after session start"
         stack.enter_context(sized_to(spark, size))
         pool = stack.enter_context(ThreadPoolExecutor(THREADS, thread_name_prefix="rollup"))
-        job = _Job(spark, runs, options, frames(spark) if frames is not None else None)
+        job = _Job(spark, runs, options, frames(spark) if frames is not None else None, extra_counters)
         stack.callback(job.release)
         run_rows, tables = job.tables(pool)
+        null_kpis([*run_rows, *job.window_rows], unavailable or {})
         cmp_rows = comparison_rows(run_rows, KPI_COLUMNS)
         staging = Path(out_dir) / "_staging"
         stack.callback(shutil.rmtree, staging, True)
         tables = {**driver_tables(spark, run_rows, job.window_rows, cmp_rows, staging), **tables}
         write_tables(tables, out_dir, pool)
+        write_unavailable(out_dir, unavailable)
         n_samples = job.sample_count
         wall = time.perf_counter() - started
         rss = jvm_peak_rss_bytes(spark)
