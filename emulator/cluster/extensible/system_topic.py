@@ -58,12 +58,18 @@ KeepLeft = Callable[[Any, Any], bool]
 
 
 class TopicEntry(msgspec.Struct, frozen=True):
-    """One message of the log: its offset (the message id), key and value (None = tombstone)."""
+    """One message of the log: its offset (the message id), key and value (None = tombstone).
+
+    `dropped`: on a topic with a strategy, whether the strategy drops it against the values before it
+    in the log (None without a strategy). Every reader holds exactly those values when it applies the
+    entry (it reads the log in order from the compacted values), so the verdict is decided once here
+    rather than once per reader."""
 
     offset: int
     key: str
     value: Any
     size: int
+    dropped: bool | None = None
 
 
 class TopicReader(Protocol):
@@ -104,6 +110,8 @@ class SystemTopic(Actor):
         self._tail_bytes = 0
         self._readers: dict[TopicReader, None] = {}
         self._last_arrival: dict[str, float] = {}
+        self._resolved: dict[str, Any] = {}
+        """With a strategy: each key's value after every entry so far (what a reader holds)."""
 
     # ------------------------------------------------------------------ producing
 
@@ -123,7 +131,16 @@ class SystemTopic(Actor):
         self.last_offset += 1
         self.published += 1
         size = 0 if value is None else len(msgspec.json.encode(value))
-        entry = TopicEntry(self.last_offset, key, value, size)
+        dropped: bool | None = None
+        if self.strategy is not None:
+            resolved = self._resolved
+            dropped = bool(self.strategy(resolved.get(key), value))
+            if not dropped:
+                if value is None:
+                    resolved.pop(key, None)
+                else:
+                    resolved[key] = value
+        entry = TopicEntry(self.last_offset, key, value, size, dropped)
         if self.persistent:
             self.tail.append(entry)
             self._tail_bytes += size

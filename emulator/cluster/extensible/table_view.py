@@ -148,7 +148,14 @@ class TableView(Generic[V]):
         if entry.offset > self.applied_offset:
             self.applied_offset = entry.offset
         key, value = entry.key, entry.value
-        if self.strategy is not None and self.strategy(self.data.get(key), value):
+        strategy = self.strategy
+        if strategy is None:
+            dropped = False
+        elif entry.dropped is not None and strategy is self.topic.strategy:
+            dropped = entry.dropped   # the topic's verdict: the same values before it as here
+        else:
+            dropped = bool(strategy(self.data.get(key), value))
+        if dropped:
             if notify:
                 for listener in self._skipped:
                     listener(key, value)
