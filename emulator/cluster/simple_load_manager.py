@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from emulator.runtime import epoch_ms
 from emulator.model.config import ServiceConfig
 from emulator.model.simple_load_manager import (
     PlacementState,
@@ -105,7 +106,7 @@ class SimpleLoadManagerImpl:
         """start(): the first report as the lock's value, the tasks (watches), the first ranking,
         the default quota and the load factors."""
         b = self.broker
-        self.start_ms = b.system.clock.now_ms()
+        self.start_ms = epoch_ms(b.system.clock)
         tasks = self.tasks = SimpleLoadManagerTasks(f"{b.broker_id}/simple-lm", b.system, manager=self)
         b.system.spawn(tasks, parent=b)
         await tasks.started.wait()
@@ -118,7 +119,7 @@ class SimpleLoadManagerImpl:
         await b._refresh_available_brokers()
         await tasks.update_ranking()
         self.quotas.avg_quota = self.store.default_quota()
-        self.quotas.last_update_ms = b.system.clock.now_ms()
+        self.quotas.last_update_ms = epoch_ms(b.system.clock)
         self.quotas.cpu_load_factor, self.quotas.memory_load_factor = initial_load_factors(
             self.dynamic, self.quotas.cpu_load_factor, self.quotas.memory_load_factor)
         if b.is_leader:
@@ -178,7 +179,7 @@ class SimpleLoadManagerImpl:
             broker_version="", usage=self._usage(), bundle_stats=b.local_data.last_stats,
             previous_bundles=self.last_report.bundles() if self.last_report is not None else set(),
             pre_allocated_bundles=pre, quotas=self.quotas, store=self.store, settings=self.settings(),
-            conf=self.conf, now_ms=b.system.clock.now_ms(), start_ms=self.start_ms)
+            conf=self.conf, now_ms=epoch_ms(b.system.clock), start_ms=self.start_ms)
         pre.difference_update(report.bundle_stats)   # Java removes them in place
         return report
 
@@ -196,7 +197,7 @@ class SimpleLoadManagerImpl:
             return False
         b = self.broker
         b._update_local_data()
-        now_ms = b.system.clock.now_ms()
+        now_ms = epoch_ms(b.system.clock)
         self.avg_heap_mb = average_jvm_heap_mb(self.avg_heap_mb, int(b.local_data.memory.usage), self.conf)
         decision = need_load_report_update(
             self.last_report, force=force or self.force_update, now_ms=now_ms,

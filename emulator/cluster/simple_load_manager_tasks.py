@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import msgspec
 
+from emulator.runtime import epoch_ms
 from emulator.model.simple_load_manager import (
     PlacementState,
     QuotaStore,
@@ -215,7 +216,7 @@ class SimpleLoadManagerTasks(Actor):
     async def do_load_shedding(self) -> list[tuple[str, str]]:
         """doLoadShedding + unloadNamespacesFromOverLoadedBrokers: the unload admin call, no destination."""
         m = self.manager
-        now_ms = self.system.clock.now_ms()
+        now_ms = epoch_ms(self.system.clock)
         policies = await self.broker.policy_cache.refresh()
         plan = do_load_shedding(m.reports, m.placement.sorted_rankings, policies, m.placement.bundle_ranges,
                                 m.settings(), self.broker.conf, self.recently_unloaded, now_ms)
@@ -233,7 +234,7 @@ class SimpleLoadManagerTasks(Actor):
         done: list[tuple[str, str]] = []
         for broker, bundle in plan.unloads:
             result = await self._admin(broker, UnloadBundle(bundle))
-            self.recently_unloaded[bundle] = self.system.clock.now_ms()
+            self.recently_unloaded[bundle] = epoch_ms(self.system.clock)
             if not result.ok:
                 self._skip(broker, bundle, f"unload failed: {result.message}")
                 continue
