@@ -19,6 +19,7 @@ from emulator.model.simple_load_manager import LoadReport, ResourceQuota, System
 from emulator.observe import monitor as monitor_module
 from emulator.observe.http import AdminViews
 from emulator.observe.monitor import broker_rows, format_broker_table, load_report_table
+from emulator.runtime.clock import DEFAULT_START_EPOCH_MS
 from emulator.testing import emulated_cluster
 
 NS = "public/default"
@@ -60,6 +61,10 @@ async def test_every_broker_writes_a_load_report_and_ranks_every_broker():
             assert report["loadReportType"] == "LoadReport" and report["name"] == broker
             assert report["loadManagerClassName"] == lm.SIMPLE
             assert "allocatedCPU" in report and "cpu" in report["systemResourceUsage"]
+            # System.currentTimeMillis(): epoch ms of the run's stated start (2024-01-01 by default)
+            start = DEFAULT_START_EPOCH_MS
+            assert start <= report["timestamp"] <= start + cluster.system.clock.now_ms()
+            assert report["lastUpdate"] == report["timestamp"]
         for b in cluster.brokers.values():
             m = b.load_manager
             assert isinstance(m, SimpleLoadManagerImpl)
