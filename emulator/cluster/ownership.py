@@ -103,6 +103,13 @@ class OwnershipCache(NamespaceBundleFactory):
                 fut.set_result(False)
                 raise LookupFailure(ServerError.METADATA_ERROR,
                                     f"Namespace bundle {bundle} no longer exists (split); redo the lookup")
+        self._serve_bundle(owned)
+        fut.set_result(True)
+
+    def _serve_bundle(self, owned: OwnedBundle) -> None:
+        """The bundle is this broker's from now on: its BundleOwner actor starts and the entry goes
+        active (the end of tryAcquiringOwnership; the Extensible load manager's `own`)."""
+        bundle = owned.bundle
         owner = BundleOwner(f"{self.broker_id}/{bundle}", self.system, bundle=bundle,
                             broker_id=self.broker_id, network=self.network,
                             close_time=self.close_time,
@@ -110,7 +117,6 @@ class OwnershipCache(NamespaceBundleFactory):
         self.system.spawn(owner, parent=self)
         owned.actor = owner
         owned.active = True
-        fut.set_result(True)
         self.stats.assignments += 1
         self.events.emit(BundleOwned(bundle=bundle, broker=self.broker_id))
 

@@ -37,8 +37,7 @@ from emulator.model.policies import LocalPolicies
 from emulator.runtime import ActorDead, AskTimeout
 
 from .. import paths
-from ..bundle_owner import BundleOwner
-from ..events import BundleOwned, BundleSplit, BundleUnloaded
+from ..events import BundleSplit, BundleUnloaded
 from ..metadata_client import BadVersion
 from ..ownership import OwnedBundle
 from .host import BundleSplitConflict
@@ -76,15 +75,8 @@ class BrokerChannelHost:
             return owned
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         owned = b.owned[bundle] = OwnedBundle(bundle, fut)
-        owner = BundleOwner(f"{b.broker_id}/{bundle}", b.system, bundle=bundle, broker_id=b.broker_id,
-                            network=b.network, close_time=b.close_time,
-                            close_time_per_topic=b.close_time_per_topic, latency=b.latency)
-        b.system.spawn(owner, parent=b)
-        owned.actor = owner
-        owned.active = True
+        b._serve_bundle(owned)   # no lock to take: the channel's Owned value is the ownership
         fut.set_result(True)
-        b.stats.assignments += 1
-        b.events.emit(BundleOwned(bundle=bundle, broker=b.broker_id))
         return owned
 
     # ------------------------------------------------------------------ close

@@ -154,6 +154,12 @@ class SystemTopic(Actor):
 
     # ------------------------------------------------------------------ reading
 
+    @property
+    def resolved(self) -> dict[str, Any]:
+        """On a topic with a strategy: each key's value after every entry so far, the table a reader
+        that has read the whole log holds (a copy)."""
+        return dict(self._resolved)
+
     def subscribe(self, reader: TopicReader) -> list[TopicEntry]:
         """Register `reader` for every entry appended from now on and return what it reads first:
         the compacted values, then the tail (nothing for a non-persistent topic)."""

@@ -52,18 +52,9 @@ class ExtensibleTopics:
         return self._topic(TOP_BUNDLES_LOAD_DATA_STORE_TOPIC)
 
     def table(self) -> dict[str, ServiceUnitStateData]:
-        """The channel's table as its log holds it (compacted values, then the tail resolved)."""
+        """The channel's table as its log holds it (every value the conflict resolver kept)."""
         topic = self._topics.get(SERVICE_UNIT_STATE_TOPIC)
-        if topic is None:
-            return {}
-        view: dict[str, ServiceUnitStateData] = dict(topic.compacted)
-        for entry in topic.tail:
-            if not should_keep_left(view.get(entry.key), entry.value):
-                if entry.value is None:
-                    view.pop(entry.key, None)
-                else:
-                    view[entry.key] = entry.value
-        return view
+        return topic.resolved if topic is not None else {}
 
     def ownership(self) -> dict[str, str]:
         """bundle -> owner broker, for every bundle in state Owned."""

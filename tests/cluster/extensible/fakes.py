@@ -157,11 +157,4 @@ class FakeCluster:
 
     def table(self) -> dict[str, ServiceUnitStateData]:
         """The compacted log's view of the channel: what a broker starting now would read."""
-        view: dict[str, ServiceUnitStateData] = dict(self.topic.compacted)
-        for entry in self.topic.tail:
-            if not should_keep_left(view.get(entry.key), entry.value):
-                if entry.value is None:
-                    view.pop(entry.key, None)
-                else:
-                    view[entry.key] = entry.value
-        return view
+        return self.topic.resolved
