@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from emulator.model.bundles import parse_bundle, topic_hash
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from .load_source import TopicLoad, TopicTable
@@ -127,6 +128,13 @@ class BundleOwner(Actor):
             child._handles[topic] = self._handles.pop(topic, set())
         self.topics.version += 1
         child.topics.version += 1
+
+    def hand_over_range(self, child: "BundleOwner") -> None:
+        """`hand_over` of the topics whose hash lies in `child`'s bundle range (its upper bound
+        included for the last bundle, 0xffffffff, as Pulsar's NamespaceBundle.includes)."""
+        _, lo, up = parse_bundle(child.bundle)
+        last = up == 0xFFFFFFFF
+        self.hand_over(child, lambda t: lo <= topic_hash(t) < up or (last and topic_hash(t) == up))
 
     def handles(self) -> list[tuple[str, str, int, HandleKind]]:
         """(topic, client, handle id, kind) of everything attached, in a stable order."""

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from emulator.model.bundles import parse_bundle, split_boundaries, topic_hash
+from emulator.model.bundles import parse_bundle, split_boundaries
 from emulator.model.loaddata import NamespaceBundleStats
 from emulator.model.policies import LocalPolicies
 from emulator.runtime import ActorDead, AskTimeout
@@ -292,10 +292,7 @@ class OwnershipCache(NamespaceBundleFactory):
             for child in children:
                 child_owned = self.owned.get(child)
                 if child_owned is not None and child_owned.actor is not None:
-                    _, lo, up = parse_bundle(child)
-                    last = up == 0xFFFFFFFF
-                    parent_actor.hand_over(child_owned.actor, lambda t, lo=lo, up=up, last=last: (
-                        lo <= topic_hash(t) < up or (last and topic_hash(t) == up)))
+                    parent_actor.hand_over_range(child_owned.actor)
             await self._release_quietly(bundle)
             self.events.emit(BundleSplit(bundle=bundle, broker=self.broker_id, children=children,
                                          algorithm=algorithm, boundaries=bounds, unload=unload,

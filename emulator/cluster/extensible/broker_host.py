@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from emulator.model.bundles import parse_bundle, topic_hash
+from emulator.model.bundles import parse_bundle
 from emulator.model.policies import LocalPolicies
 from emulator.runtime import ActorDead, AskTimeout
 
@@ -157,10 +157,7 @@ class BrokerChannelHost:
         for child in children:
             child_actor = self._own(child).actor
             assert child_actor is not None
-            _, lo, up = parse_bundle(child)
-            last = up == 0xFFFFFFFF
-            parent_actor.hand_over(child_actor, lambda t, lo=lo, up=up, last=last: (
-                lo <= topic_hash(t) < up or (last and topic_hash(t) == up)))
+            parent_actor.hand_over_range(child_actor)
         del b.owned[parent]
         parent_actor.kill()
 
