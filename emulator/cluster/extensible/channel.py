@@ -324,9 +324,24 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
             self.start_soon(self.host.own, service_unit)
 
     def _handle_event(self, service_unit: str, data: ServiceUnitStateData | None) -> None:
-        """`handleEvent`: this broker's reaction to a value the table view applied."""
+        """`handleEvent`: this broker's reaction to a value the table view applied.
+
+        A value naming neither this broker as destination nor as source takes a shortcut with the
+        same effect as `handle_event`'s answer for it (Owned: complete the lookups with the owner and
+        notify; Assigning, Releasing, Splitting: nothing; Free / Deleted fall through): every broker
+        reads every value, and in a 100-broker cluster 99 of them are bystanders."""
         state = state_of(data)
         self.counters.handler[state].total += 1
+        if data is not None and self.channel_state is ChannelState.STARTED:
+            me = self.broker_id
+            if data.dst_broker != me and data.source_broker != me:
+                if state is _S.OWNED:
+                    if self._owner_requests:
+                        self._complete_request(service_unit, data.dst_broker)
+                    self._notify(service_unit, data, None)
+                    return
+                if state is _S.ASSIGNING or state is _S.RELEASING or state is _S.SPLITTING:
+                    return
         action = handle_event(data, self.broker_id, self.now_ms,
                               multi_phase_bundle_unload=self.multi_phase_unload,
                               channel_disabled=self.channel_state is ChannelState.DISABLED)

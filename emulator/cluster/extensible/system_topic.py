@@ -144,8 +144,10 @@ class SystemTopic(Actor):
         if self.persistent:
             self.tail.append(entry)
             self._tail_bytes += size
-        for reader in list(self._readers):
-            reader.deliver(entry, self.latency.delivery())
+        readers = list(self._readers)
+        if readers:
+            for reader, delay in zip(readers, self.latency.deliveries(len(readers))):
+                reader.deliver(entry, delay)
         if not future.done():
             future.set_result(entry.offset)
         threshold = self.compaction_threshold_bytes

@@ -25,6 +25,7 @@ override any of these, and `TopicLatencies.zero()` makes every step instantaneou
 from __future__ import annotations
 
 import random
+from math import exp as _exp
 
 import msgspec
 
@@ -71,3 +72,15 @@ class TopicLatencySampler:
 
     def delivery(self) -> float:
         return max(0.0, self.latencies.delivery.sample(self.rng))
+
+    def deliveries(self, n: int) -> list[float]:
+        """`n` delivery draws, one per reader of an entry: a log-normal's are drawn at once from the
+        same normal deviates `delivery` would take (gauss from this stream), with the exponent of
+        each computed in one pass; other shapes draw one by one."""
+        d = self.latencies.delivery
+        if isinstance(d, LogNormal):
+            sigma, median, gauss = d.sigma, d.median, self.rng.gauss
+            if not sigma:
+                return [max(0.0, median)] * n
+            return [median * _exp(sigma * gauss(0.0, 1.0)) for _ in range(n)]
+        return [max(0.0, d.sample(self.rng)) for _ in range(n)]
