@@ -227,7 +227,13 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.expectations import evaluate
     from emulator.observe.kpis import facts as kpi_facts
     from emulator.observe.timeline import LiveTimeline
-    from emulator.observe.monitor import broker_rows, format_broker_table
+    from emulator.observe.monitor import (
+        NoExtensibleBrokers,
+        broker_rows,
+        extensible_load_data,
+        format_broker_table,
+        format_extensions_tables,
+    )
     from emulator.observe.publish import publish_accounting
     from emulator.observe.progress import ProgressBar
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
@@ -313,7 +319,11 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                     while True:
                         await run.sleep_until(n * opts.monitor_interval)
                         out.write(f"--- t={run.elapsed:.0f}s ---\n")
-                        out.write(format_broker_table(broker_rows(cluster)) + "\n")
+                        try:   # brokers on the Extensible load manager: monitor-brokers --extensions
+                            table = format_extensions_tables(extensible_load_data(cluster))
+                        except NoExtensibleBrokers:
+                            table = format_broker_table(broker_rows(cluster))
+                        out.write(table + "\n")
                         out.flush()
                         n += 1
 

@@ -136,3 +136,15 @@ def test_placement_and_shedder_flags_reach_the_run(tmp_path):
     assert info["placement"].endswith("LeastResourceUsageWithWeight")
     assert info["shedder"].endswith("UniformLoadShedder")
     assert info["config"]["loadBalancerBrokerOverloadedThresholdPercentage"] == "70"
+
+
+def test_monitor_interval_prints_the_extensions_tables_for_extensible_brokers():
+    """`run --monitor-interval` under the Extensible load manager prints BrokerMonitor's --extensions
+    tables from the broker-load-data view (its brokers register BrokerLookupData, not load reports)."""
+    r = cli("run", "scale-up", "--duration", "2m", "--seed", "1", "--quiet", "--monitor-interval", "60",
+            "--load-manager", "ExtensibleLoadManagerImpl")
+    assert r.returncode == 0, r.stderr
+    block = r.stdout.split("--- t=120s ---", 1)[1]
+    assert "Broker Data for broker-1:8080" in block and "||COUNT" in block and "||SHORT" not in block
+    cpu = [line for line in block.splitlines() if line.startswith("||  ")][0]
+    assert float(cpu.split("|")[3]) > 0          # a real CPU %, not Modular's decoder reading zeros
