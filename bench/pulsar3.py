@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 
 from emulator.cluster.events import (
+    BrokerStarted,
     BundleOwned,
     BundleSplit,
     Event,
@@ -183,11 +184,14 @@ class Measure:
         per = [owners.get(b, 0) for b in self.cluster.live_brokers()]
         return {"bundles_max": max(per, default=0), "bundles_min": min(per, default=0)}
 
-    def all_connected_after(self, since: float) -> float | None:
+    def all_connected_after(self, since: float, settled_at: float | None = None) -> float | None:
+        """Seconds from `since` until every handle was connected again once the disruption was over
+        (at or after `settled_at`, default `since`); None if not all are connected at the end."""
         c = self.connected
         if c.now != c.total or c.full_at is None:
             return None
-        return max(0.0, c.full_at - since)
+        back = c.first_full_since(since if settled_at is None else settled_at)
+        return None if back is None else max(0.0, back - since)
 
     def result(self, summary: Any, end: float) -> Run:
         raise NotImplementedError
@@ -198,15 +202,16 @@ class ScaleMeasure(Measure):
     remove_brokers, its `scenario_event`) until the load has landed where it will stay: the later of
     (a) the load manager has stopped moving bundles, i.e. the first bundle acquisition (`bundle_owned`)
     after the event that is followed by `quiet` seconds (5 min) without another, and (b) every producer
-    and consumer is connected again (a bundle is owned at its first lookup; its load arrives with its
-    clients). A run where bundles keep moving until the end, or a handle is still down at the end, has
+    and consumer is connected again at or after that acquisition (a bundle is owned at its first lookup;
+    its load arrives with its clients; a move after the quiet period, and the blip of its clients, is
+    counted in `moves_after_settle`, not in the figure). A run where bundles keep moving until the end, or a handle is still down at the end, has
     no figure. Beside it: both parts, moves in all, moves after the settle point, and the end spread
     (bundles per live broker, the summary's max/min msg-rate ratio)."""
 
     def result(self, summary: Any, end: float) -> Run:
         since = self.event_t if self.event_t is not None else self.t0
         settled, moves, later = self.settle(since, end)
-        connected = self.all_connected_after(since)
+        connected = self.all_connected_after(since, None if settled is None else since + settled)
         figure = None if settled is None or connected is None else max(settled, connected)
         details = {"moves_stopped_after_s": settled, "moves": moves, "moves_after_settle": later,
                    "all_connected_after_s": connected,
@@ -255,7 +260,7 @@ class SplitMeasure(Measure):
 
 class ReconnectMeasure(Measure):
     """Restart: emulated seconds from the first restart (the first `scenario_event`) until every
-    producer is connected again and stays so to the end (bench/restart.py's count of
+    producer is connected again once the last broker has started again (bench/restart.py's count of
     handle_connected / handle_reconnected / handle_disconnected). Beside it: the fewest connected
     during the restarts and the disconnects."""
 
@@ -264,16 +269,20 @@ class ReconnectMeasure(Measure):
     def __init__(self, run: Any, quiet: float = QUIET) -> None:
         super().__init__(run, quiet)
         self.fewest: int | None = None
+        self.last_start: float | None = None
 
     def on_event(self, e: Event) -> None:
+        if isinstance(e, BrokerStarted) and self.event_t is not None:
+            self.last_start = e.t
         if isinstance(e, HandleDisconnected) and self.event_t is not None:
             n = self.connected.now
             self.fewest = n if self.fewest is None else min(self.fewest, n)
 
     def result(self, summary: Any, end: float) -> Run:
         since = self.event_t if self.event_t is not None else self.t0
-        figure = self.all_connected_after(since)
+        figure = self.all_connected_after(since, self.last_start)   # once the last broker is back
         details = {"producers": self.connected.total, "connected_at_end": self.connected.now,
+                   "connected_to_the_end_after_s": self.all_connected_after(since, self.connected.full_at),
                    "fewest_connected": self.fewest,
                    "disconnects": self.cluster.events.counts.get("handle_disconnected", 0),
                    "broker_starts": self.cluster.events.counts.get("broker_started", 0)}
