@@ -176,14 +176,24 @@ def sizes(quick: bool) -> dict[str, Any]:
                 producers_per_client=1000, restart_window=120.0, duration=1800.0)
 
 
-def run_bench(opts: Options) -> list[Row]:
+EXTENSIBLE = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+
+
+def run_bench_extensible(opts: Options) -> list[Row]:
+    """The same case under the Extensible load manager (`python -m bench --only restart_extensible`),
+    with the same targets: its rows are `restart_extensible.*`."""
+    return run_bench(opts, load_manager=EXTENSIBLE, prefix="restart_extensible")
+
+
+def run_bench(opts: Options, *, load_manager: str | None = None, prefix: str = "restart") -> list[Row]:
     quiet_logs()
     reps = opts.repetitions(1, 1)
     walls: list[float] = []
     last: dict[str, Any] = {}
+    size = {**sizes(opts.quick), **({"load_manager": load_manager} if load_manager else {})}
     for _ in range(reps):
         t = time.perf_counter()
-        last = run(_call, sizes(opts.quick), opts.seed, clock=VirtualClock())
+        last = run(_call, size, opts.seed, clock=VirtualClock())
         walls.append(time.perf_counter() - t)
     walls_sorted = sorted(walls)
     wall = walls_sorted[len(walls) // 2]
@@ -194,12 +204,12 @@ def run_bench(opts: Options) -> list[Row]:
         note = (note + "; " if note else "") + f"{last['violations']} invariant violations"
     common = {"reps": reps, "details": last}
     return [
-        Row(name="restart.wall", figure=wall, unit="s", target=Target("figure", "<=", 300.0),
+        Row(name=f"{prefix}.wall", figure=wall, unit="s", target=Target("figure", "<=", 300.0),
             samples=walls, baseline=last.get("emulated_s"), baseline_unit="emulated s",
             ratio=(last.get("emulated_s") or 0) / wall, note=note, **common),
-        Row(name="restart.peak_rss", figure=rss, unit="GiB", target=Target("figure", "<=", 4.0),
+        Row(name=f"{prefix}.peak_rss", figure=rss, unit="GiB", target=Target("figure", "<=", 4.0),
             samples=[rss], reps=reps),
-        Row(name="restart.all_reconnected", figure=last.get("all_reconnected_after_s"),
+        Row(name=f"{prefix}.all_reconnected", figure=last.get("all_reconnected_after_s"),
             unit="emulated s", samples=[], reps=reps,
             note="from the first restart until every producer is connected again"),
     ]
