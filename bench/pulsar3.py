@@ -205,8 +205,8 @@ class ScaleMeasure(Measure):
     and consumer is connected again at or after that acquisition (a bundle is owned at its first lookup;
     its load arrives with its clients; a move after the quiet period, and the blip of its clients, is
     counted in `moves_after_settle`, not in the figure). A run where bundles keep moving until the end,
-    or a handle is still down at the end, has no figure. Beside it: both parts, moves in all, moves after the settle point, and the end spread
-    (bundles per live broker, the summary's max/min msg-rate ratio)."""
+    or a handle is still down at the end, has no figure. Beside it: both parts, moves in all, moves after
+    the settle point, and the end spread (bundles per live broker, the summary's max/min msg-rate ratio)."""
 
     def result(self, summary: Any, end: float) -> Run:
         since = self.event_t if self.event_t is not None else self.t0
