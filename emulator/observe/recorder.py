@@ -178,6 +178,9 @@ class Recorder:
             raise ValueError(f"out_dir = {str(self.dir)!r}: already holds a recording (run.json); "
                              "give a new folder per run")
         self._encoder = msgspec.json.Encoder()
+        # events.jsonl lines: keys sorted at every level, as `to_builtins` then encode gives, in one pass
+        # (an event record is builtins already; one line per disconnect and reconnect of every producer)
+        self._sorted_encoder = msgspec.json.Encoder(order="sorted")
         self._series: dict[SeriesKey, bytes] = {}   # encoded name and labels of each series
         self._last_keys: list[SeriesKey] = []
         self._last_middles: list[bytes] = []
@@ -258,7 +261,7 @@ class Recorder:
             if decisions.buffered > _MAX_BUFFER:
                 self.flush()
         elif type(event) in RECORDED_EVENTS:
-            self.events.add(self._encoder.encode(to_builtins(event.record())) + b"\n")
+            self.events.add(self._sorted_encoder.encode(event.record()) + b"\n")
             if self.events.buffered > _MAX_BUFFER:
                 self.flush()
 

@@ -239,3 +239,29 @@ def test_plain_recordings_and_pandas_read_the_same_lines(tmp_path):
     import pandas   # a test dependency: the README says recordings read with pandas
     frame = pandas.read_json(tmp_path / "gz" / "samples.jsonl.gz", lines=True)
     assert len(frame) == len(read_lines(tmp_path / "plain" / "samples.jsonl"))
+
+
+def test_event_lines_are_their_records_with_every_key_sorted(tmp_path):
+    """events.jsonl holds each record as `to_builtins` (keys sorted at every level) then encoded."""
+    from emulator.cluster.events import ScenarioEvent, from_record, to_builtins
+
+    out = tmp_path / "run"
+
+    async def main() -> None:
+        async with emulated_cluster(3, seed=4, namespaces={NS: 4}) as cluster:
+            async with observe(cluster, record_dir=out):
+                cluster.events.emit(ScenarioEvent(event="set_load", arguments={
+                    "zeta": 1, "alpha": {"b": [1.5, math.inf], "a": {"y": 2, "x": "s"}}, "mid": None}))
+                client = cluster.add_client()
+                client.create_handles([f"persistent://{NS}/t-{i}" for i in range(20)])
+                await anyio.sleep(30)
+                await cluster.stop_broker(sorted(cluster.live_brokers())[0], "graceful")
+                await anyio.sleep(30)
+
+    run(main, clock=VirtualClock())
+    lines = gzip.decompress((out / "events.jsonl.gz").read_bytes()).splitlines()
+    kinds = {json.loads(line)["kind"] for line in lines}
+    assert {"scenario_event", "handle_disconnected", "handle_reconnected", "broker_stopped"} <= kinds, kinds
+    for line in lines:
+        assert line == msgspec.json.encode(to_builtins(from_record(json.loads(line)).record())), line
+    assert any(b'"alpha":{"a":{"x":"s","y":2},"b":[1.5,null]},"event":"set_load"' in line for line in lines)
