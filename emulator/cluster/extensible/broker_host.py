@@ -146,6 +146,12 @@ class BrokerChannelHost:
                                   algorithm="", boundaries=[parse_bundle(c)[1] for c in child_names[1:]],
                                   unload=False, attempt=1))
 
+    def split_underway(self, parent: str, underway: bool) -> None:
+        if underway:
+            self.broker.splitting.add(parent)
+        else:
+            self.broker.splitting.discard(parent)
+
     def _hand_over(self, parent: str, children: list[str]) -> None:
         """The parent's topics go to the children's entries, clients attached; the parent's entry goes."""
         b = self.broker
