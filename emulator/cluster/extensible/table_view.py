@@ -18,7 +18,7 @@ it one by one (after its own delivery draw, with the listeners run), and for a k
 entry pending or applied ahead of the shared copy it keeps its own value (`_private`), so what it
 reads of the key changes when it applies the entry, as a view of its own would; otherwise it reads
 the shared copy. `watch` / `unwatch` a key to have its entries delivered one by one (the listeners
-of a view hear only the entries delivered to it).
+of a view hear only the entries delivered to it, and `existing` only the held values that name it).
 """
 
 from __future__ import annotations
@@ -187,9 +187,22 @@ class TableView(Generic[V]):
                 self._apply(entry, notify=False)
             self.started = True
         if existing is not None:
-            for key, value in list(self.data.items()):
+            for key, value in self._held() if self.tag is not None else list(self._data.items()):
                 existing(key, value)
         self._arm()
+
+    def _held(self) -> list[tuple[str, Any]]:
+        """(Tagged) the held values that name this view's tag, in table order: what `existing` is
+        called with (a value naming another broker concerns this one no more at the start than
+        later on; the channel's `handleExisting` acts on its own Owned values only)."""
+        assert self.names is not None
+        tag, names, private = self.tag, self.names, self._private
+        shared = self.topic.shared
+        if not private:
+            return [(k, v) for k, v in shared.items() if tag in names(v)]
+        items = [(k, own[1] if (own := private.get(k)) is not None else v) for k, v in shared.items()]
+        items.extend((k, own[1]) for k, own in private.items() if k not in shared)
+        return [(k, v) for k, v in items if v is not _ABSENT and tag in names(v)]
 
     def close(self) -> None:
         """`TableView.close()`: stop reading; the data held is dropped with the view."""
