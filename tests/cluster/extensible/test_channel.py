@@ -355,3 +355,29 @@ async def test_the_same_seed_gives_the_same_table_with_latencies_on() -> None:
     assert first == again
     assert max(abs(a - b) for a, b in zip(t1, t2)) <= 1.0
     assert first != other or max(abs(a - b) for a, b in zip(t1, t3)) > 1.0
+
+
+@pytest.mark.asyncio
+async def test_every_channel_counts_every_applied_value_though_it_handles_only_its_own() -> None:
+    async with cluster() as c:
+        await assign_all(c, BUNDLES)
+        await anyio.sleep(1)
+        for broker in c.registry:
+            handler = c.channel(broker).counters.handler
+            # one Assigning won per bundle (the losing writes were dropped), then its Owned
+            assert handler[S.ASSIGNING].total == len(BUNDLES), broker
+            assert handler[S.OWNED].total == len(BUNDLES), broker
+        # a transfer between two brokers: the third applies its values (counted) without handling any
+        bundle = BUNDLES[0]
+        src = owners(c)[bundle]
+        assert src is not None
+        dst, other = (b for b in c.registry if b != src)
+        heard: list[str] = []
+        c.channel(other).view.listen(lambda k, v: heard.append(k))
+        before = {s: n.total for s, n in c.channel(other).counters.handler.items()}
+        await c.channel(src).publish_unload(Unload(src, bundle, dst))
+        await anyio.sleep(1)
+        assert owners(c)[bundle] == dst and heard == []
+        after = c.channel(other).counters.handler
+        assert [after[s].total - before[s] for s in (S.RELEASING, S.ASSIGNING, S.OWNED)] == [1, 1, 1]
+        assert c.channel(other).view.get(bundle) == c.table()[bundle]
