@@ -128,6 +128,9 @@ class ExtensibleLoadManagerWrapper:
         self.unload_scheduler: UnloadScheduler | None = None
         self.split_scheduler: SplitScheduler | None = None
         self._lookup_data: dict[str, BrokerLookupData] = {}
+        self._lookup_changes = 0
+        # a decision's available brokers (read only), made again when the registry or lookup data change
+        self._available: tuple[tuple[frozenset[str], int] | None, dict[str, BrokerLookupData]] = (None, {})
         self._policies = PolicyView()
         self._last_selection: tuple[int, bool] = (0, False)   # candidates, fallback of the last select
         self._unload_snapshot: CounterSnapshot[UnloadCounter] = CounterSnapshot()
@@ -251,8 +254,8 @@ class ExtensibleLoadManagerWrapper:
             self.channel.on_broker_registry_event(broker, created)
         if created:
             self.broker.start_soon(self._refresh_lookup_data)
-        else:
-            self._lookup_data.pop(broker, None)
+        elif self._lookup_data.pop(broker, None) is not None:
+            self._lookup_changes += 1
 
     async def _refresh_lookup_data(self) -> None:
         """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once."""
@@ -266,6 +269,7 @@ class ExtensibleLoadManagerWrapper:
                 continue
             if node is not None:
                 self._lookup_data[broker] = msgspec.json.decode(node.data, type=BrokerLookupData)
+                self._lookup_changes += 1
 
     # ================================================================== roles
 
@@ -378,8 +382,11 @@ class ExtensibleLoadManagerWrapper:
             # getAvailableBrokerLookupDataAsync reads through the metadata cache, which loads a miss
             await self._refresh_lookup_data()
         owners, splitting = channel_ownership(self.channel)
-        available = {x: self._lookup_data.get(x) or BrokerLookupData(broker_id=x)
-                     for x in sorted(b.available_brokers)}
+        key = (b.available_brokers, self._lookup_changes)
+        if self._available[0] != key:   # one per registry or lookup-data change, not per decision
+            self._available = (key, {x: self._lookup_data.get(x) or BrokerLookupData(broker_id=x)
+                                     for x in sorted(b.available_brokers)})
+        available = self._available[1]
         return LoadManagerContext(
             conf=b.conf, broker_load_data=self.broker_store.items(),
             top_bundles_load_data=self.top_store.items(), available_brokers=available, owners=owners,

@@ -230,6 +230,8 @@ class PolicyView:
 
     def is_shared_broker(self, host: str) -> bool:
         """A host is shared iff no isolation policy lists it as primary (true with no policies)."""
+        if not self._isolation:   # asked per broker per decision: most clusters have no policy
+            return True
         return not any(p.is_primary_broker(host) for p in self._isolation)
 
     # -- local policies --------------------------------------------------------------------------

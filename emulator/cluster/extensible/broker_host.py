@@ -54,6 +54,8 @@ class BrokerChannelHost:
         self.manager = manager
         # bundles closed without disconnecting (a transfer's first phase): when, and how many topics
         self._fenced: dict[str, tuple[float, int, bool]] = {}
+        self._available_of: frozenset[str] | None = None
+        self._available: list[str] = []
 
     @property
     def broker_id(self) -> str:
@@ -146,6 +148,12 @@ class BrokerChannelHost:
                                   algorithm="", boundaries=[parse_bundle(c)[1] for c in child_names[1:]],
                                   unload=False, attempt=1))
 
+    def split_underway(self, parent: str, underway: bool) -> None:
+        if underway:
+            self.broker.splitting.add(parent)
+        else:
+            self.broker.splitting.discard(parent)
+
     def _hand_over(self, parent: str, children: list[str]) -> None:
         """The parent's topics go to the children's entries, clients attached; the parent's entry goes."""
         b = self.broker
@@ -177,7 +185,13 @@ class BrokerChannelHost:
         return result
 
     async def available_brokers(self) -> list[str]:
-        return sorted(self.broker.available_brokers)
+        """The registry, sorted; one list per registry change (every owner lookup asks: the caller
+        reads it, never changes it)."""
+        brokers = self.broker.available_brokers
+        if brokers is not self._available_of:
+            self._available_of = brokers
+            self._available = sorted(brokers)
+        return self._available
 
     async def channel_owner(self) -> str | None:
         return self.broker.leader_id

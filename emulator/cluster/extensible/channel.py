@@ -20,6 +20,15 @@ owner is not registered) waits for the Owned, Free or Init value, at most
 `loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`, then answers what the table says
 (`owner_after_wait`). One wait per bundle is shared by every lookup of it (`dedupeGetOwnerRequest`).
 
+Every broker's view reads every value in Pulsar; here the views read the channel topic's shared
+copy, and a broker's channel handles (`handleEvent`, `handleSkippedEvent`, the listeners) only the
+values that concern it: those naming it as destination or source, and those of bundles it watches
+(a waiting lookup; a listener's in-flight unload or split, `TracksBundles`). For any other value
+`handleEvent` does nothing but complete lookups and notify listeners, which on this broker wait for
+nothing of that bundle, so leaving it out changes nothing but the per-state handler counts, which
+are counted in bulk from the shared copy (`ChannelCounters.handler`: every value the shared copy
+applied since this channel started). See `system_topic` for what the shared copy approximates.
+
 Deviation: Pulsar's `UnloadManager` / `SplitManager` register their wait after the publish is
 acknowledged; with the emulator's zero-latency tests the result can arrive in the same instant, so
 `managers.py` registers first (the same outcome whenever Pulsar's ordering holds).
@@ -28,7 +37,7 @@ acknowledged; with the emulator's zero-latency tests the result can arrive in th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -62,6 +71,7 @@ from emulator.runtime import ActorSystem
 from .channel_owner import ChannelOwnerRole
 from .channel_types import (
     BundleDeletedError,
+    TracksBundles,
     ChannelCounters,
     ChannelNotReadyError,
     ChannelOwnerUnknownError,
@@ -91,6 +101,87 @@ __all__ = [
 
 _S = ServiceUnitState
 
+
+def brokers_named(data: ServiceUnitStateData) -> tuple[str | None, str | None]:
+    """The brokers a value concerns: its destination and its source."""
+    return data.dst_broker, data.source_broker
+
+
+class OwnershipIndex:
+    """The shared copy's Owned bundles (-> owner) and Splitting ones, kept as it changes, and how many
+    values of each state it applied (a channel's handler counts). One per channel topic."""
+
+    __slots__ = ("applied", "owners", "splitting")
+
+    def __init__(self) -> None:
+        self.owners: dict[str, str] = {}
+        self.splitting: set[str] = set()
+        self.applied: dict[ServiceUnitState, int] = dict.fromkeys(ServiceUnitState, 0)
+
+    def change(self, key: str, value: ServiceUnitStateData | None) -> None:
+        state = _S.INIT if value is None else value.state
+        self.applied[state] += 1
+        if state is _S.OWNED and value is not None and value.dst_broker:
+            self.owners[key] = value.dst_broker
+        elif self.owners:
+            self.owners.pop(key, None)
+        if state is _S.SPLITTING:
+            self.splitting.add(key)
+        elif self.splitting:
+            self.splitting.discard(key)
+
+
+class _Owners(Mapping[str, str]):
+    """A channel's Owned bundle -> owner: the shared index, with the view's own values in front."""
+
+    __slots__ = ("index", "view")
+
+    def __init__(self, index: OwnershipIndex, view: TableView[ServiceUnitStateData]) -> None:
+        self.index = index
+        self.view = view
+
+    @staticmethod
+    def _owner(data: ServiceUnitStateData | None) -> str | None:
+        return data.dst_broker if data is not None and data.state is _S.OWNED and data.dst_broker else None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if not self.view.started:
+            return default
+        private = self.view._private
+        if private and key in private:
+            owner = self._owner(self.view.get(key))
+            return default if owner is None else owner
+        return self.index.owners.get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        owner = self.get(key)
+        if owner is None:
+            raise KeyError(key)
+        return owner
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key) is not None  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        if not self.view.started:
+            return
+        private = self.view._private
+        if not private:
+            yield from self.index.owners
+            return
+        for key in self.index.owners:
+            if key not in private or self.get(key) is not None:
+                yield key
+        for key in private:
+            if key not in self.index.owners and self.get(key) is not None:
+                yield key
+
+    def __len__(self) -> int:
+        if self.view.started and not self.view._private:
+            return len(self.index.owners)
+        return sum(1 for _ in self)
+
+
 class ServiceUnitStateChannel(ChannelOwnerRole):
     """The channel of broker `host.broker_id`; `start()` it from a task of any actor, then use it."""
 
@@ -111,14 +202,15 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         self.timing = channel_timing(conf)
         self.multi_phase_unload = conf.load_balancer_multi_phase_bundle_unload
         self.load_data_stores = tuple(load_data_stores)
-        self.view: TableView[ServiceUnitStateData] = TableView(topic, self, strategy=should_keep_left)
-        # the table's Owned bundles (-> owner) and Splitting ones, kept as the view changes: a
+        self.view: TableView[ServiceUnitStateData] = TableView(
+            topic, self, strategy=should_keep_left, tag=self.broker_id, names=brokers_named)
+        # the table's Owned bundles (-> owner) and Splitting ones, kept as the shared copy changes: a
         # decision's context reads them without a walk over every bundle (65,000 per select)
-        self.owners: dict[str, str] = {}
-        self.splitting_units: set[str] = set()
-        self.view.on_change = self._index
+        self._index = topic.index(OwnershipIndex)
+        self.owners: Mapping[str, str] = _Owners(self._index, self.view)
         self.channel_state = ChannelState.CONSTRUCTED
-        self.counters = ChannelCounters()
+        self._counters = ChannelCounters()
+        self._handled_base: dict[ServiceUnitState, int] | None = None
         self._listeners: list[StateChangeListener] = []
         self._owner_requests: dict[str, asyncio.Future[str | None]] = {}
         self._acting = 0                      # handlers' asynchronous parts under way (_act)
@@ -138,17 +230,38 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         self.view.listen(self._handle_event)
         self.view.listen_skipped(self._handle_skipped_event)
         await self.view.start(existing=self._handle_existing)
+        self._handled_base = dict(self._index.applied)
         self.channel_state = ChannelState.STARTED
 
     def close(self) -> None:
         """`close()`: stop reading the table and the monitor."""
+        self._count_handled()
+        self._handled_base = None
         self.channel_state = ChannelState.CLOSED
         self.play_follower()
         self.view.close()
 
+    @property
+    def counters(self) -> ChannelCounters:
+        """The channel's counters, the handler counts brought up to date (see the module docstring)."""
+        self._count_handled()
+        return self._counters
+
+    def _count_handled(self) -> None:
+        base = self._handled_base
+        if base is not None and self.alive:
+            handler = self._counters.handler
+            for state, applied in self._index.applied.items():
+                handler[state].total = applied - base[state]
+
     def listen(self, listener: StateChangeListener) -> None:
-        """`listen(StateChangeListener)`."""
+        """`listen(StateChangeListener)`. A listener hears the values this channel handles (see the
+        module docstring): one that acts on bundles named by neither side of a value (an unload or
+        split it waits for) is `TracksBundles` and watches them through the channel."""
         self._listeners.append(listener)
+        tracker = getattr(listener, "__self__", None)
+        if isinstance(tracker, TracksBundles):
+            tracker.track_with(self.view.watch, self.view.unwatch)
 
     def _ready(self) -> bool:
         """`validateChannelState(Started, true)`: Started or Disabled."""
@@ -160,20 +273,18 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
 
     # ================================================================== reading the table
 
-    def _index(self, service_unit: str | None, data: ServiceUnitStateData | None) -> None:
-        if service_unit is None:
-            self.owners.clear()
-            self.splitting_units.clear()
-            return
-        state = data.state if data is not None else None
-        if state is _S.OWNED and data is not None and data.dst_broker:
-            self.owners[service_unit] = data.dst_broker
-        else:
-            self.owners.pop(service_unit, None)
-        if state is _S.SPLITTING:
-            self.splitting_units.add(service_unit)
-        else:
-            self.splitting_units.discard(service_unit)
+    @property
+    def splitting_units(self) -> frozenset[str]:
+        """The table's bundles in state Splitting."""
+        if not self.view.started:
+            return frozenset()
+        private = self.view._private
+        shared = self._index.splitting
+        if not private:
+            return frozenset(shared)
+        get = self.view.get
+        return frozenset({su for su in shared if su not in private}
+                         | {su for su in private if (d := get(su)) is not None and d.state is _S.SPLITTING})
 
     def owned_service_units(self) -> list[str]:
         """`getOwnedServiceUnits` of this broker: Owned with dst = this broker, in table order."""
@@ -196,13 +307,13 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         self._check_ready()
         data = self.view.get(service_unit)
         state = state_of(data)
-        self.counters.owner_lookup[state].total += 1
+        self._counters.owner_lookup[state].total += 1
         registered = self.broker_id in await self.host.available_brokers()
         answer = owner_lookup(data, self.broker_id, registered=registered)
         if answer.kind == "empty":
             return None
         if answer.kind == "fail":
-            self.counters.owner_lookup[state].failure += 1
+            self._counters.owner_lookup[state].failure += 1
             raise BundleDeletedError(f"{service_unit} is deleted.")
         if answer.kind == "owner" and not answer.check_active:
             return answer.broker
@@ -212,7 +323,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
                 raise OwnerInactiveError(f"The new owner {owner} is inactive.")
             return owner
         except Exception:
-            self.counters.owner_lookup[state].failure += 1
+            self._counters.owner_lookup[state].failure += 1
             raise
 
     def is_owner(self, service_unit: str, target_broker: str | None = None) -> bool:
@@ -232,6 +343,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
             return future
         future = asyncio.get_running_loop().create_future()
         self._owner_requests[service_unit] = future
+        self.view.watch(service_unit)
         future.add_done_callback(lambda f: self._forget_request(service_unit, f))
         before = owner_after_wait(self.view.get(service_unit))  # getOwnerNow
         if before.kind == "owner" and before.broker:
@@ -243,6 +355,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
     def _forget_request(self, service_unit: str, future: asyncio.Future[str | None]) -> None:
         if self._owner_requests.get(service_unit) is future:
             del self._owner_requests[service_unit]
+        self.view.unwatch(service_unit)
         if not future.cancelled():
             future.exception()  # retrieved: a request nobody awaits any more is not an error
 
@@ -288,7 +401,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
     async def publish_assign(self, service_unit: str, broker: str) -> str | None:
         """`publishAssignEventAsync`: write (Assigning, dst=broker) and wait for the owner."""
         self._check_ready()
-        self.counters.event_publish[EventType.ASSIGN].total += 1
+        self._counters.event_publish[EventType.ASSIGN].total += 1
         future = self._dedupe_get_owner(service_unit)
         self._pub(service_unit, assign_data(self.view.get(service_unit), broker, self.now_ms))
         return await future
@@ -297,7 +410,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         """`publishUnloadEventAsync`: (Releasing, dst=destination or none, src=source); returns at
         the acknowledgement (the unload itself is watched by `UnloadManager`)."""
         self._check_ready()
-        self.counters.event_publish[EventType.UNLOAD].total += 1
+        self._counters.event_publish[EventType.UNLOAD].total += 1
         data = unload_data(self.view.get(unload.service_unit), unload.source_broker, unload.dest_broker,
                            self.now_ms, force=force)
         await self._pub(unload.service_unit, data)
@@ -305,7 +418,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
     async def publish_split(self, split: Split) -> None:
         """`publishSplitEventAsync`: (Splitting, src=owner, children); returns at the acknowledgement."""
         self._check_ready()
-        self.counters.event_publish[EventType.SPLIT].total += 1
+        self._counters.event_publish[EventType.SPLIT].total += 1
         data = split_data(self.view.get(split.service_unit), split.source_broker,
                           split.split_service_unit_to_dest_broker, self.now_ms)
         await self._pub(split.service_unit, data)
@@ -313,7 +426,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
     async def publish_override(self, service_unit: str, data: ServiceUnitStateData) -> None:
         """`publishOverrideEventAsync`: a forced value (`override_ownership`)."""
         self._check_ready()
-        self.counters.event_publish[EventType.OVERRIDE].total += 1
+        self._counters.event_publish[EventType.OVERRIDE].total += 1
         await self._pub(service_unit, data)
 
     # ================================================================== handling values
@@ -326,12 +439,12 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
     def _handle_event(self, service_unit: str, data: ServiceUnitStateData | None) -> None:
         """`handleEvent`: this broker's reaction to a value the table view applied.
 
-        A value naming neither this broker as destination nor as source takes a shortcut with the
-        same effect as `handle_event`'s answer for it (Owned: complete the lookups with the owner and
-        notify; Assigning, Releasing, Splitting: nothing; Free / Deleted fall through): every broker
-        reads every value, and in a 100-broker cluster 99 of them are bystanders."""
+        Only the values that concern this broker come here (see the module docstring; they are
+        counted in bulk). One naming neither this broker as destination nor as source (a watched
+        bundle's) takes a shortcut with the same effect as `handle_event`'s answer for it (Owned:
+        complete the lookups with the owner and notify; Assigning, Releasing, Splitting: nothing;
+        Free / Deleted fall through)."""
         state = state_of(data)
-        self.counters.handler[state].total += 1
         if data is not None and self.channel_state is ChannelState.STARTED:
             me = self.broker_id
             if data.dst_broker != me and data.source_broker != me:
@@ -381,7 +494,7 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
                 await self._pub(service_unit, None)
         except Exception as exc:
             error = exc
-            self.counters.handler[action.handler].failure += 1
+            self._counters.handler[action.handler].failure += 1
             self.log.warning("failed to handle channel event", service_unit=service_unit,
                              state=action.handler.value, error=repr(exc))
         finally:
@@ -424,16 +537,21 @@ class ServiceUnitStateChannel(ChannelOwnerRole):
         this broker, for each child the table lacks), update the namespace's bundles (retried on a
         conflict, `split_retry`, 100 ms apart), then write Deleted for the parent without waiting."""
         failures = 0
-        while True:
-            owned, (_, deleted) = split_writes(parent, data, self.view.data, self.now_ms)
-            try:
-                if owned:
-                    await asyncio.gather(*(self._pub(child, value) for child, value in owned))
-                await self.host.split(parent, dict(data.split_service_unit_to_dest_broker or {}))
-                break
-            except BundleSplitConflict:
-                failures += 1
-                if not split_retry(failures):
-                    raise ChannelNotReadyError(f"Failed to split bundle {parent}, Retried {failures} th") from None
-                await anyio.sleep(BUNDLE_SPLIT_RETRY_DELAY_MS / 1000)
+        self.host.split_underway(parent, True)
+        try:
+            while True:
+                owned, (_, deleted) = split_writes(parent, data, self.view.data, self.now_ms)
+                try:
+                    if owned:
+                        await asyncio.gather(*(self._pub(child, value) for child, value in owned))
+                    await self.host.split(parent, dict(data.split_service_unit_to_dest_broker or {}))
+                    break
+                except BundleSplitConflict:
+                    failures += 1
+                    if not split_retry(failures):
+                        raise ChannelNotReadyError(
+                            f"Failed to split bundle {parent}, Retried {failures} th") from None
+                    await anyio.sleep(BUNDLE_SPLIT_RETRY_DELAY_MS / 1000)
+        finally:
+            self.host.split_underway(parent, False)
         self._pub(parent, deleted)  # thenAccept(pubAsync(...)): not waited for

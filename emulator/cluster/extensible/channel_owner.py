@@ -78,7 +78,9 @@ class ChannelOwnerRole(Actor):
         load_data_stores: tuple[LoadDataStore[Any], ...]
         view: TableView[ServiceUnitStateData]
         channel_state: ChannelState
-        counters: ChannelCounters
+
+        @property
+        def counters(self) -> ChannelCounters: ...
 
         @property
         def now_ms(self) -> int: ...

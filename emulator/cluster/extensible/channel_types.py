@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
@@ -25,11 +26,21 @@ __all__ = [
     "InFlightTimeoutError",
     "OwnerInactiveError",
     "StateChangeListener",
+    "TracksBundles",
 ]
 
 StateChangeListener = Callable[[str, ServiceUnitStateData | None, BaseException | None], None]
 """`StateChangeListener.handleEvent(serviceUnit, data, throwable)`: the unload/split managers and the
 top-bundles reporter; called once the broker's own handling of the value is done (or failed)."""
+
+
+@runtime_checkable
+class TracksBundles(Protocol):
+    """The owner of a StateChangeListener that acts on bundles no value names this broker for (the
+    unload and split managers' in-flight waits): the channel hands it `watch(bundle)` /
+    `unwatch(bundle)`, to call while it waits for a bundle, so the bundle's values reach it."""
+
+    def track_with(self, watch: Callable[[str], None], unwatch: Callable[[str], None]) -> None: ...
 
 
 class ChannelState(enum.Enum):

@@ -48,6 +48,12 @@ class ChannelHost(Protocol):
         a concurrent change. The children's topics stay served here (Pulsar's split moves no topic)."""
         ...
 
+    def split_underway(self, parent: str, underway: bool) -> None:
+        """`splitServiceUnit` began (True) or ended (False) for `parent` on this broker: in between
+        the children's Owned values may reach this broker before `split` hands the parent over, and
+        it serves both a while, as Pulsar's does (the invariant checker's `splitting`)."""
+        ...
+
     async def is_healthy(self, broker: str) -> bool:
         """One `admin.brokers().healthcheckAsync(V2, broker)`: False if it fails (a dead broker refuses
         the connection)."""

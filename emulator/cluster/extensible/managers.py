@@ -7,6 +7,9 @@ state-change listeners of the broker's channel: an unload is done when the bundl
 listener called with an error fails the wait. A wait that outlives `timeout` fails (Failure/Unknown).
 The counters are counted as Pulsar counts them: the decision's own (label, reason) on success.
 
+Both watch the bundles they wait for through the channel (`track_with`): a broker's channel hands its
+listeners only the values that concern it (see `channel.py`).
+
 Deviation (see `channel.py`): the wait is registered before the event is published, not after the
 publish is acknowledged, so a result that arrives in the same emulated instant is not missed.
 """
@@ -40,13 +43,21 @@ class _InFlight:
     def __init__(self, done_states: frozenset[ServiceUnitState]) -> None:
         self.done_states = done_states
         self.requests: dict[str, asyncio.Future[None]] = {}
+        self.trackers: list[tuple[Callable[[str], None], Callable[[str], None]]] = []
 
     def future(self, bundle: str) -> asyncio.Future[None]:
         future = self.requests.get(bundle)
         if future is None:
             future = asyncio.get_running_loop().create_future()
             self.requests[bundle] = future
+            for watch, _ in self.trackers:
+                watch(bundle)
         return future
+
+    def _forget(self, bundle: str) -> None:
+        del self.requests[bundle]
+        for _, unwatch in self.trackers:
+            unwatch(bundle)
 
     async def wait(self, publish: Awaitable[object], bundle: str, timeout: float) -> None:
         """Publish, then wait for the bundle's future; on timeout it fails for every waiter
@@ -61,7 +72,7 @@ class _InFlight:
             future.result()
         finally:
             if self.requests.get(bundle) is future:
-                del self.requests[bundle]
+                self._forget(bundle)
             if future.done() and not future.cancelled():
                 future.exception()
 
@@ -79,7 +90,8 @@ class _InFlight:
             if not future.done():
                 future.set_exception(RuntimeError(f"{what} bundle: {bundle}, but the manager already closed."))
                 future.exception()
-        self.requests.clear()
+        for bundle in list(self.requests):
+            self._forget(bundle)
 
 
 class UnloadManager:
@@ -100,6 +112,10 @@ class UnloadManager:
             return False
         self.counter.update_decision(decision, self.clock())
         return True
+
+    def track_with(self, watch: Callable[[str], None], unwatch: Callable[[str], None]) -> None:
+        """`TracksBundles`: the channel this listens on watches each bundle while it is waited for."""
+        self._in_flight.trackers.append((watch, unwatch))
 
     def handle_event(self, bundle: str, data: ServiceUnitStateData | None, error: BaseException | None) -> None:
         """`handleEvent` (a StateChangeListener): Free or Owned completes the bundle's wait."""
@@ -127,6 +143,10 @@ class SplitManager:
             return False
         self.counter.update_decision(decision, self.clock())
         return True
+
+    def track_with(self, watch: Callable[[str], None], unwatch: Callable[[str], None]) -> None:
+        """`TracksBundles`: the channel this listens on watches each bundle while it is waited for."""
+        self._in_flight.trackers.append((watch, unwatch))
 
     def handle_event(self, bundle: str, data: ServiceUnitStateData | None, error: BaseException | None) -> None:
         """`handleEvent`: Deleted, Owned or Init completes the parent's wait."""

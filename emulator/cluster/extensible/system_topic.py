@@ -24,13 +24,33 @@ compactor drop it) and a None value (a tombstone) removes the key. It runs when 
 `compaction_threshold_bytes` of JSON (Pulsar checks the backlog size every
 `brokerServiceCompactionMonitorIntervalInSeconds`; here the check is at each append) or on `compact()`.
 A reader that subscribes reads the compacted values and then the tail, as a TableView does.
+
+Bystander readers (a reader that subscribes with a `tag`, on a topic with a strategy: the channel's
+views). In Pulsar every TableView reads every message: with 100 brokers each value of the channel is
+read, resolved and handled 100 times, and a broker restart writes several values for each of the
+cluster's bundles, which made the emulated readers the largest cost of a large cluster (tens of
+millions of deliveries). Most of those reads change nothing but the reader's copy of the table: the
+value names another broker and nobody on the reader's broker waits for the bundle. So the topic
+keeps one shared copy (`shared`, as of offset `shared_offset`), into which each entry is applied once,
+after one delivery draw of its own (chained in log order, as a reader's are), and a shared index
+beside it (`index`); every tagged reader reads the shared copy. An entry is still delivered to a
+tagged reader one by one, after its own delivery draw, when it concerns the reader: it names the
+reader's tag (`names(value)`: the channel's destination and source brokers), or the reader
+`watch`es its key (a waiting lookup, an unload or split waited for); a reader that starts watching a
+key while an entry of it is on its way to the shared copy is handed it when the shared copy applies
+it. A tagged reader keeps, for a key with such an entry pending or applied ahead of the shared copy,
+its own value (`TableView`), so what it reads of that key moves only when it applies the entry.
+What this approximates: a bystander's copy changes at the shared draw's time, not at one of its own
+(the same distribution; the draws differ per reader in Pulsar), and its per-value work (handlers
+that do nothing for it) is not run, only counted (`index`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -43,6 +63,7 @@ __all__ = [
     "COMPACTION_THRESHOLD",
     "TOP_BUNDLES_LOAD_DATA_STORE_TOPIC",
     "KeepLeft",
+    "SharedIndex",
     "SystemTopic",
     "TopicEntry",
     "TopicReader",
@@ -78,6 +99,22 @@ class TopicReader(Protocol):
     def deliver(self, entry: TopicEntry, delay: float) -> None:
         """Apply `entry` `delay` seconds from now, after every entry delivered before it."""
 
+    def caught_up(self, key: str) -> None:
+        """(Tagged readers) the shared copy has applied an entry of `key` delivered to this reader."""
+
+    def shared_advanced(self) -> None:
+        """(Tagged readers waiting in `refresh`) the shared copy applied more entries."""
+
+
+class SharedIndex(Protocol):
+    """Something kept beside the shared copy of a tagged topic (`SystemTopic.index`)."""
+
+    def change(self, key: str, value: Any) -> None:
+        """The shared copy's `key` now holds `value` (None: removed)."""
+
+
+IndexT = TypeVar("IndexT", bound=SharedIndex)
+
 
 class SystemTopic(Actor):
     """The log of one system topic: `publish`, `subscribe`, `compact`; the actor's name is the topic."""
@@ -109,9 +146,26 @@ class SystemTopic(Actor):
         self.dropped_by_compaction = 0
         self._tail_bytes = 0
         self._readers: dict[TopicReader, None] = {}
+        """Readers that read every entry one by one."""
         self._last_arrival: dict[str, float] = {}
         self._resolved: dict[str, Any] = {}
         """With a strategy: each key's value after every entry so far (what a reader holds)."""
+        # the tagged readers and the shared copy they read (see the module docstring)
+        self._tagged: dict[str, list[TopicReader]] = {}
+        self._tag_of: dict[TopicReader, str] = {}
+        self._names: Callable[[Any], Iterable[str | None]] | None = None
+        self._watchers: dict[str, dict[TopicReader, int]] = {}
+        self._waiting: dict[TopicReader, None] = {}
+        self.shared: dict[str, Any] = {}
+        """Each key's value after every entry the shared copy has applied (read, never written, by
+        the tagged readers)."""
+        self.shared_offset = -1
+        self._shared_queue: deque[tuple[float, TopicEntry, tuple[TopicReader, ...]]] = deque()
+        self._shared_due = 0.0
+        self._shared_armed = False
+        self._indexes: dict[Callable[[], SharedIndex], SharedIndex] = {}
+        self._sharing = False
+        """The shared copy is kept (from the first tagged reader on)."""
 
     # ------------------------------------------------------------------ producing
 
@@ -145,6 +199,13 @@ class SystemTopic(Actor):
             self.tail.append(entry)
             self._tail_bytes += size
         readers = list(self._readers)
+        if self._sharing:
+            concerned = self._concerned(key, value)
+            due = max(self._shared_due, self.now + self.latency.delivery())
+            self._shared_due = due
+            self._shared_queue.append((due, entry, concerned))
+            self._arm_shared()
+            readers.extend(concerned)
         if readers:
             for reader, delay in zip(readers, self.latency.deliveries(len(readers))):
                 reader.deliver(entry, delay)
@@ -153,6 +214,93 @@ class SystemTopic(Actor):
         threshold = self.compaction_threshold_bytes
         if self.persistent and threshold is not None and self._tail_bytes > threshold:
             self.compact()
+
+    def _concerned(self, key: str, value: Any) -> tuple[TopicReader, ...]:
+        """The tagged readers an entry is delivered to one by one: those of the tags its value
+        names, then those watching its key (each once, in that order)."""
+        concerned: dict[TopicReader, None] = {}
+        if value is not None and self._names is not None:
+            for tag in self._names(value):
+                if tag:
+                    for reader in self._tagged.get(tag, ()):
+                        concerned[reader] = None
+        watchers = self._watchers.get(key)
+        if watchers:
+            for reader in watchers:
+                concerned[reader] = None
+        return tuple(concerned)
+
+    # ------------------------------------------------------------------ the shared copy
+
+    def _arm_shared(self) -> None:
+        if self._shared_armed or not self._shared_queue:
+            return
+        self._shared_armed = True
+        self.call_later(max(0.0, self._shared_queue[0][0] - self.now), self._drain_shared)
+
+    def _drain_shared(self) -> None:
+        self._shared_armed = False
+        now = self.now
+        queue = self._shared_queue
+        shared = self.shared
+        indexes = tuple(self._indexes.values())
+        while queue and queue[0][0] <= now:
+            _, entry, concerned = queue.popleft()
+            key, value = entry.key, entry.value
+            if not entry.dropped:
+                if value is None:
+                    shared.pop(key, None)
+                else:
+                    shared[key] = value
+                for index in indexes:
+                    index.change(key, value)
+            self.shared_offset = entry.offset
+            watchers = self._watchers.get(key)
+            if watchers:
+                for reader in list(watchers):
+                    if reader not in concerned:   # began watching while the entry was on its way
+                        reader.deliver(entry, 0.0)
+            for reader in concerned:
+                reader.caught_up(key)
+        if self._waiting:
+            for reader in list(self._waiting):
+                reader.shared_advanced()
+        self._arm_shared()
+
+    def index(self, factory: Callable[[], IndexT]) -> IndexT:
+        """The one index `factory` makes, kept beside the shared copy from now on (made and filled
+        with the shared copy on the first call)."""
+        index = self._indexes.get(factory)
+        if index is None:
+            made = factory()
+            self._indexes[factory] = made
+            for key, value in self.shared.items():
+                made.change(key, value)
+            return made
+        return index  # type: ignore[return-value]  # made by this factory
+
+    def watch(self, reader: TopicReader, key: str) -> None:
+        """A tagged reader wants every entry of `key` one by one until `unwatch` (counted)."""
+        watchers = self._watchers.setdefault(key, {})
+        watchers[reader] = watchers.get(reader, 0) + 1
+
+    def unwatch(self, reader: TopicReader, key: str) -> None:
+        watchers = self._watchers.get(key)
+        if watchers is None or reader not in watchers:
+            return
+        if watchers[reader] > 1:
+            watchers[reader] -= 1
+            return
+        del watchers[reader]
+        if not watchers:
+            del self._watchers[key]
+
+    def wait_shared(self, reader: TopicReader, waiting: bool) -> None:
+        """A tagged reader is (or is no longer) told each time the shared copy advances."""
+        if waiting:
+            self._waiting[reader] = None
+        else:
+            self._waiting.pop(reader, None)
 
     # ------------------------------------------------------------------ reading
 
@@ -170,8 +318,36 @@ class SystemTopic(Actor):
         first.extend(self.tail)
         return first
 
+    def subscribe_tagged(self, reader: TopicReader, tag: str,
+                         names: Callable[[Any], Iterable[str | None]]) -> None:
+        """Register a reader of the shared copy (a topic with a strategy only): entries whose value
+        `names` `tag`, or whose key it watches, are delivered to it one by one."""
+        if self.strategy is None:
+            raise ValueError(f"{self.topic}: tagged readers need a topic with a strategy")
+        if not self._sharing:   # from here on every entry goes to the shared copy too
+            self._sharing = True
+            self.shared = dict(self._resolved)
+            self.shared_offset = self.last_offset
+            for index in self._indexes.values():
+                for key, value in self.shared.items():
+                    index.change(key, value)
+        self._names = names
+        self._tag_of[reader] = tag
+        self._tagged.setdefault(tag, []).append(reader)
+
     def unsubscribe(self, reader: TopicReader) -> None:
         self._readers.pop(reader, None)
+        tag = self._tag_of.pop(reader, None)
+        if tag is not None:
+            readers = self._tagged[tag]
+            readers.remove(reader)
+            if not readers:
+                del self._tagged[tag]
+            for key in [k for k, w in self._watchers.items() if reader in w]:
+                del self._watchers[key][reader]
+                if not self._watchers[key]:
+                    del self._watchers[key]
+            self._waiting.pop(reader, None)
 
     def first_read_delay(self) -> float:
         """How long a new reader's first read takes (one delivery draw)."""

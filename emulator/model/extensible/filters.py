@@ -122,6 +122,10 @@ def apply_isolation_policies(
     """`applyNamespacePoliciesAsync` with IsolationPoliciesHelper's predicate (the lookup data's topic
     flags): the brokers the namespace's isolation policy allows, or the shared brokers able to load
     the topic type when the namespace has no policy. A broker id without a port is skipped."""
+    if not context.policies.isolation_policies:   # no policy at all: every shared broker able to load it
+        if non_persistent:
+            return [b for b, d in brokers.items() if ":" in b and d.non_persistent_topics_enabled]
+        return [b for b, d in brokers.items() if ":" in b and d.persistent_topics_enabled]
     policy = context.policies.isolation_policy(namespace_of_bundle(bundle))
     primaries: list[str] = []
     secondaries: list[str] = []

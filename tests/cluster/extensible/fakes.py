@@ -73,6 +73,9 @@ class FakeHost:
         self.serving.discard(parent)
         self.splits.append((self._now(), parent))
 
+    def split_underway(self, parent: str, underway: bool) -> None:
+        pass
+
     async def is_healthy(self, broker: str) -> bool:
         host = self.cluster.hosts.get(broker)
         return host is not None and host.alive

@@ -170,3 +170,81 @@ async def test_a_dead_readers_view_stops_applying() -> None:
         reader.kill()
         await anyio.sleep(0.1)
         assert view.get(BUNDLE) is None
+
+
+def _named(data: ServiceUnitStateData) -> tuple[str | None, str | None]:
+    return data.dst_broker, data.source_broker
+
+
+@pytest.mark.asyncio
+async def test_a_tagged_view_is_handed_only_what_names_it_or_what_it_watches_and_reads_the_shared_copy() -> None:
+    async with ActorSystem(1, VirtualClock()) as system:
+        topic = channel_topic(system, TopicLatencies(delivery=Constant(0.002)))
+        actors = {n: system.spawn(Reader(n, system)) for n in ("b1", "b2", "b3")}
+        views: dict[str, TableView[ServiceUnitStateData]] = {}
+        heard: dict[str, list[tuple[str, int]]] = {n: [] for n in actors}
+        for name, actor in actors.items():
+            view: TableView[ServiceUnitStateData] = TableView(topic, actor, strategy=should_keep_left,
+                                                               tag=name, names=_named)
+            view.listen(lambda k, v, name=name: heard[name].append((k, v.version_id)))
+            await view.start()
+            views[name] = view
+        other = "public/default/0x40000000_0x80000000"
+        views["b3"].watch(other)
+        await topic.publish(actors["b1"], BUNDLE, record(S.ASSIGNING, 1, dst="b2", src="b1"))
+        await topic.publish(actors["b1"], other, record(S.OWNED, 1, dst="b1"))
+        await anyio.sleep(0.01)
+        assert heard == {"b1": [(BUNDLE, 1), (other, 1)], "b2": [(BUNDLE, 1)], "b3": [(other, 1)]}
+        for view in views.values():   # every view reads every value, handed or not
+            assert view.get(BUNDLE) == record(S.ASSIGNING, 1, dst="b2", src="b1")
+            assert dict(view.data) == topic.resolved
+        views["b3"].unwatch(other)
+        await topic.publish(actors["b1"], other, record(S.RELEASING, 2, dst="b2", src="b1"))
+        await anyio.sleep(0.01)
+        assert heard["b3"] == [(other, 1)]
+        assert views["b3"].get(other) == record(S.RELEASING, 2, dst="b2", src="b1")
+
+
+@pytest.mark.asyncio
+async def test_a_tagged_view_reads_its_own_value_of_a_key_until_it_applies_the_entry_handed_to_it() -> None:
+    async with ActorSystem(1, VirtualClock()) as system:
+        topic = channel_topic(system, TopicLatencies(delivery=Constant(0.002)))
+        fast, slow = system.spawn(Reader("b1", system)), system.spawn(Reader("b2", system))
+        view1: TableView[ServiceUnitStateData] = TableView(topic, fast, strategy=should_keep_left, tag="b1",
+                                                            names=_named)
+        view2: TableView[ServiceUnitStateData] = TableView(topic, slow, strategy=should_keep_left, tag="b2",
+                                                            names=_named)
+        await view1.start()
+        await view2.start()
+        t0 = system.now()
+        await topic.publish(fast, BUNDLE, record(S.ASSIGNING, 1, dst="b2"))
+        view2.deliver = lambda entry, delay, d=view2.deliver: d(entry, 0.02)  # type: ignore[method-assign]
+        await topic.publish(fast, BUNDLE, record(S.OWNED, 2, dst="b2"))
+        t1 = system.now()
+        await anyio.sleep(0.005)    # the shared copy has it; the view it names has not applied it yet
+        assert view1.get(BUNDLE) == record(S.OWNED, 2, dst="b2")
+        assert view2.get(BUNDLE) == record(S.ASSIGNING, 1, dst="b2")
+        assert dict(view2.data) == {BUNDLE: record(S.ASSIGNING, 1, dst="b2")}
+        await anyio.sleep(t1 + 0.021 - system.now())
+        assert view2.get(BUNDLE) == record(S.OWNED, 2, dst="b2")
+        assert not view2._private and t1 > t0    # back on the shared copy
+
+
+@pytest.mark.asyncio
+async def test_a_key_watched_while_its_entry_is_on_the_way_is_handed_over_when_the_shared_copy_applies_it() -> None:
+    async with ActorSystem(1, VirtualClock()) as system:
+        topic = channel_topic(system, TopicLatencies(delivery=Constant(0.01)))
+        actor = system.spawn(Reader("b3", system))
+        view: TableView[ServiceUnitStateData] = TableView(topic, actor, strategy=should_keep_left, tag="b3",
+                                                           names=_named)
+        heard: list[tuple[float, int]] = []
+        view.listen(lambda k, v: heard.append((system.now(), v.version_id)))
+        await view.start()
+        await topic.publish(actor, BUNDLE, record(S.OWNED, 1, dst="b1"))
+        t = system.now()
+        view.watch(BUNDLE)
+        assert view.get(BUNDLE) is None
+        await anyio.sleep(0.02)
+        assert heard == [(pytest.approx(t + 0.01), 1)]
+        assert view.get(BUNDLE) == record(S.OWNED, 1, dst="b1")
+        assert await view.refresh(1.0)
