@@ -67,10 +67,17 @@ from emulator.runtime import epoch_ms
 from emulator.runtime.rng import derive_rng
 
 from . import paths
-from .extensible.assignment import Assigner
+from .extensible.assignment import Assigner, AssignmentFailed, NoBrokerSelectedError
 from .extensible.broker_host import BrokerChannelHost
 from .extensible.channel import ServiceUnitStateChannel
-from .extensible.channel_types import ChannelState
+from .extensible.channel_types import (
+    BundleDeletedError,
+    ChannelNotReadyError,
+    ChannelOwnerUnknownError,
+    ChannelState,
+    InFlightTimeoutError,
+    OwnerInactiveError,
+)
 from .extensible.load_data_store import LoadDataStore
 from .extensible.managers import SplitManager, UnloadManager
 from .extensible.metrics_source import CounterSnapshot, ExtensibleMetricsSource
@@ -86,6 +93,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .broker import Broker
 
 __all__ = ["ExtensibleLoadManagerWrapper"]
+
+LOOKUP_ERRORS = (BundleDeletedError, InFlightTimeoutError, OwnerInactiveError, ChannelNotReadyError,
+                 ChannelOwnerUnknownError, NoBrokerSelectedError, AssignmentFailed, TimeoutError,
+                 MetadataStoreError)
+"""What a lookup through the channel can fail with in Pulsar's terms (the channel's and the assigner's
+errors, a timeout, the metadata store); any other exception is an emulator bug and is not turned into
+a lookup answer."""
 
 LEAST_RESOURCE_USAGE_WITH_WEIGHT = (
     "org.apache.pulsar.broker.loadbalance.extensions.strategy.LeastResourceUsageWithWeight")
@@ -226,7 +240,9 @@ class ExtensibleLoadManagerWrapper:
             channel.channel_state = ChannelState.DISABLED
             try:
                 await channel.do_cleanup(self.broker.broker_id, gracefully=True)
-            except Exception as e:   # doCleanup logs and goes on; the broker keeps shutting down
+            except (TimeoutError, ChannelNotReadyError, ChannelOwnerUnknownError) as e:
+                # doCleanup's own failures are logged and the broker keeps shutting down; anything
+                # else is an emulator bug and fails the broker actor (exit 3)
                 self.broker.log.error("Failed to clean the ownerships", error=repr(e))
             # the hand-over's Releasing -> Assigning steps run on this channel: let them finish
             await channel.wait_idle(self.broker.conf.namespace_bundle_unloading_timeout_ms / 1000.0)
@@ -508,7 +524,7 @@ class ExtensibleLoadManagerWrapper:
             return await self.assigner.assign(bundle)
         except LookupFailure:
             raise
-        except Exception as e:   # the lookup's exceptionally: handleLookupError -> ServiceNotReady
+        except LOOKUP_ERRORS as e:   # the lookup's exceptionally: handleLookupError -> ServiceNotReady
             raise LookupFailure(ServerError.SERVICE_NOT_READY, f"{type(e).__name__}: {e}") from None
 
     async def check_ownership(self, bundle: str) -> bool:
@@ -520,7 +536,7 @@ class ExtensibleLoadManagerWrapper:
             return False
         try:
             owner = await channel.get_owner(bundle)
-        except Exception:   # deleted, in-flight timeout, inactive owner: not served here
+        except LOOKUP_ERRORS:   # deleted, in-flight timeout, inactive owner: not served here
             return False
         if owner != self.broker.broker_id:
             return False

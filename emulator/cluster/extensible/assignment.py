@@ -20,7 +20,12 @@ from emulator.model.extensible.counters import AssignCounter
 from .channel import ServiceUnitStateChannel
 from .host import ChannelHost
 
-__all__ = ["Assigner", "NoBrokerSelectedError"]
+__all__ = ["Assigner", "AssignmentFailed", "NoBrokerSelectedError"]
+
+
+class AssignmentFailed(RuntimeError):
+    """`IllegalStateException("Failed to get or assign the owner for bundle:...")`: the channel answered
+    no owner after an assignment."""
 
 
 class NoBrokerSelectedError(Exception):
@@ -60,7 +65,7 @@ class Assigner:
         try:
             owner = await self._get_or_select_owner(bundle)
             if owner is None:
-                raise RuntimeError(f"Failed to get or assign the owner for bundle:{bundle}")
+                raise AssignmentFailed(f"Failed to get or assign the owner for bundle:{bundle}")
             future.set_result(owner)
         except Exception as exc:
             future.set_exception(exc)
