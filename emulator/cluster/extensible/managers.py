@@ -94,8 +94,31 @@ class _InFlight:
             self._forget(bundle)
 
 
-class UnloadManager:
-    """`UnloadManager`: `wait` for an unload published by the unload scheduler or an admin."""
+class _Waits:
+    """What UnloadManager and SplitManager share: a StateChangeListener over their in-flight waits
+    (`handleEvent` completes a wait when the bundle reaches one of `done_states`), the channel's
+    bundle tracking, and `close`."""
+
+    _in_flight: _InFlight
+    _what = ""
+
+    def track_with(self, watch: Callable[[str], None], unwatch: Callable[[str], None]) -> None:
+        """`TracksBundles`: the channel this listens on watches each bundle while it is waited for."""
+        self._in_flight.trackers.append((watch, unwatch))
+
+    def handle_event(self, bundle: str, data: ServiceUnitStateData | None, error: BaseException | None) -> None:
+        """`handleEvent` (a StateChangeListener): a done state completes the bundle's wait."""
+        self._in_flight.handle_event(bundle, data, error)
+
+    def close(self) -> None:
+        self._in_flight.close(self._what)
+
+
+class UnloadManager(_Waits):
+    """`UnloadManager`: `wait` for an unload published by the unload scheduler or an admin; Free or
+    Owned completes it."""
+
+    _what = "Unloading"
 
     def __init__(self, counter: UnloadCounter, clock: Callable[[], int]) -> None:
         self.counter = counter
@@ -113,20 +136,13 @@ class UnloadManager:
         self.counter.update_decision(decision, self.clock())
         return True
 
-    def track_with(self, watch: Callable[[str], None], unwatch: Callable[[str], None]) -> None:
-        """`TracksBundles`: the channel this listens on watches each bundle while it is waited for."""
-        self._in_flight.trackers.append((watch, unwatch))
-
-    def handle_event(self, bundle: str, data: ServiceUnitStateData | None, error: BaseException | None) -> None:
-        """`handleEvent` (a StateChangeListener): Free or Owned completes the bundle's wait."""
-        self._in_flight.handle_event(bundle, data, error)
-
-    def close(self) -> None:
-        self._in_flight.close("Unloading")
 
 
-class SplitManager:
-    """`SplitManager`: `wait` for a split published by the split scheduler or an admin."""
+class SplitManager(_Waits):
+    """`SplitManager`: `wait` for a split published by the split scheduler or an admin; Deleted, Owned
+    or Init completes it."""
+
+    _what = "Splitting"
 
     def __init__(self, counter: SplitCounter, clock: Callable[[], int]) -> None:
         self.counter = counter
@@ -144,13 +160,3 @@ class SplitManager:
         self.counter.update_decision(decision, self.clock())
         return True
 
-    def track_with(self, watch: Callable[[str], None], unwatch: Callable[[str], None]) -> None:
-        """`TracksBundles`: the channel this listens on watches each bundle while it is waited for."""
-        self._in_flight.trackers.append((watch, unwatch))
-
-    def handle_event(self, bundle: str, data: ServiceUnitStateData | None, error: BaseException | None) -> None:
-        """`handleEvent`: Deleted, Owned or Init completes the parent's wait."""
-        self._in_flight.handle_event(bundle, data, error)
-
-    def close(self) -> None:
-        self._in_flight.close("Splitting")
