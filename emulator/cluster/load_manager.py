@@ -81,6 +81,10 @@ class LoadManager(Protocol):
     async def write_load_report(self, force: bool = False) -> bool:
         """writeLoadReportOnZookeeper(force): True if a report was written."""
 
+    # Optional: `report_tick(then)`, the broker's periodic `write_load_report(False)` as plain
+    # callbacks that call `then()` once done (broker.py's report ticks: no task per tick). A load
+    # manager without it ticks in a task that awaits write_load_report.
+
     def set_load_report_force_update_flag(self) -> None:
         """setLoadReportForceUpdateFlag(): the next write is forced."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.model.loaddata import LocalBrokerData, NamespaceBundleStats
-from emulator.runtime import sleep
 
 from .broker_base import BrokerBase
 from .ownership import OwnedBundle
@@ -44,21 +43,34 @@ class BrokerLoadData(BrokerBase):
         self.start_soon(self._host_usage_loop)
 
     async def _stats_loop(self) -> None:
-        """updateRates at a fixed rate of statsUpdateFrequencyInSecs after statsUpdateInitialDelayInSecs."""
-        assert self.windows is not None
-        await sleep(self.conf.stats_update_initial_delay_in_secs)
-        while True:
+        """updateRates at a fixed rate of statsUpdateFrequencyInSecs after statsUpdateInitialDelayInSecs.
+
+        This task only arms the first wake-up: the updates are plain callbacks of the broker (a
+        `Wakeup`: the instants and order of callbacks of the loop of sleeps it replaces)."""
+        w = self.windows
+        assert w is not None
+
+        def update() -> None:
             self._sample_windows()
-            self.windows.update_stats(self.now)
-            await sleep(self.conf.stats_update_frequency_in_secs)
+            w.update_stats(self.now)
+            wakeup.after(self.conf.stats_update_frequency_in_secs)
+
+        wakeup = self.wakeup(update)
+        wakeup.after(self.conf.stats_update_initial_delay_in_secs)
 
     async def _host_usage_loop(self) -> None:
-        """calculateBrokerHostUsage with a fixed delay of loadBalancerHostUsageCheckIntervalMinutes."""
-        assert self.windows is not None
-        while True:
-            await sleep(self.conf.load_balancer_host_usage_check_interval_minutes * 60.0)
+        """calculateBrokerHostUsage with a fixed delay of loadBalancerHostUsageCheckIntervalMinutes
+        (plain callbacks after this first step, as `_stats_loop`)."""
+        w = self.windows
+        assert w is not None
+
+        def sample() -> None:
             self._sample_windows()
-            self.windows.sample_host(self.now)
+            w.sample_host(self.now)
+            wakeup.after(self.conf.load_balancer_host_usage_check_interval_minutes * 60.0)
+
+        wakeup = self.wakeup(sample)
+        wakeup.after(self.conf.load_balancer_host_usage_check_interval_minutes * 60.0)
 
     def _sample_windows(self) -> Any:
         """The traffic of this instant into the windows; returns the broker's totals."""

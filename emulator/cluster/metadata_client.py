@@ -18,6 +18,7 @@ Pulsar wraps ZooKeeper's ConnectionLoss in a MetadataStoreException.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from emulator.cluster.metadata_messages import (
@@ -41,7 +42,8 @@ from emulator.cluster.metadata_messages import (
     Watch,
 )
 from emulator.cluster.metadata_store import DEFAULT_SESSION_TIMEOUT, DEFAULT_STORE_NAME
-from emulator.runtime import Actor, ActorDead, AskTimeout, sleep
+from emulator.runtime import Actor, ActorDead, AskTimeout
+from emulator.runtime.wakeup import Wakeup
 
 __all__ = [
     "BadVersion",
@@ -115,17 +117,28 @@ class MetadataClient:
         await self._ask(CloseSession(session_id))
 
     async def _heartbeat(self, session_id: int, interval: float) -> None:
-        while True:
-            await sleep(interval)
+        """Heartbeat the session every `interval` until it is no longer this client's.
+
+        A `Wakeup` of the owner, not a sleeping task: this fires for every broker every few emulated
+        seconds. The first step runs in the task `open_session` starts (where and when the loop of
+        sleeps started before), the rest are plain callbacks at the same instants and in the same
+        order; a dead owner's wake-up is cancelled, so its heartbeats stop with it."""
+        wakeup: Wakeup | None = None
+
+        def beat() -> None:
             if self.session_id != session_id:
                 return
             store = self.owner.system.get(self.store_name)
-            if store is None:
-                continue  # store restarting or gone: the session will expire there anyway
-            try:
-                store.tell(Heartbeat(session_id))
-            except ActorDead:
-                continue
+            if store is not None:   # else: store restarting or gone: the session will expire there
+                try:
+                    store.tell(Heartbeat(session_id))
+                except ActorDead:
+                    pass
+            assert wakeup is not None
+            wakeup.after(interval)
+
+        wakeup = self.owner.wakeup(beat)
+        wakeup.after(interval)
 
     # -- plain ops --------------------------------------------------------------------------
 
@@ -152,6 +165,41 @@ class MetadataClient:
         if path in self._locks:
             self._locks[path] = stat.version
         return stat
+
+    def set_then(self, path: str, data: bytes, then: Callable[[Stat | None, BaseException | None], Any],
+                 *, expected_version: int = -1) -> None:
+        """`set` for callback code (a `Wakeup`'s work): `then(stat, None)` once written, or
+        `then(None, error)` with the error `set` would raise (MetadataStoreError for a store that is
+        gone or silent), as a callback of the owner; at once if the store is not running, as `set`
+        raises before it waits. The ask is the one `set` makes, at the same point: the store sees
+        the same messages in the same order."""
+        store = self.owner.system.get(self.store_name)
+        msg = Set(path, data, expected_version, self.session_id)
+        if store is None:
+            then(None, MetadataStoreError(f"metadata store {self.store_name!r} is not running "
+                                          f"(asked {type(msg).__name__})"))
+            return
+        try:
+            store.ask_then(msg, self._set_answered, path, then, asker=self.owner,
+                           timeout=self.op_timeout)
+        except ActorDead as exc:
+            error = MetadataStoreError(f"metadata store {self.store_name!r}: {exc}")
+            error.__cause__ = exc
+            then(None, error)
+
+    def _set_answered(self, path: str, then: Callable[[Stat | None, BaseException | None], Any],
+                      stat: Stat | None, error: BaseException | None) -> None:
+        if error is not None:
+            if isinstance(error, (ActorDead, AskTimeout)):
+                wrapped = MetadataStoreError(f"metadata store {self.store_name!r}: {error}")
+                wrapped.__cause__ = error
+                error = wrapped
+            then(None, error)
+            return
+        assert stat is not None
+        if path in self._locks:
+            self._locks[path] = stat.version
+        then(stat, None)
 
     async def delete(self, path: str, *, expected_version: int = -1) -> None:
         await self._ask(Delete(path, expected_version, self.session_id))

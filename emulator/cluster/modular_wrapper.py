@@ -18,6 +18,7 @@ Choices where the spec is open (documented here once):
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -135,8 +136,45 @@ class ModularLoadManagerWrapper:
 
     async def write_load_report(self, force: bool = False) -> bool:
         """writeBrokerDataOnZooKeeper: True if a report was written."""
-        if not self.registered:
+        data = self._report_to_write(force)
+        if data is None:
             return False
+        b = self.broker
+        try:
+            stat = await b.md.set(paths.broker_path(b.broker_id), data,
+                                  expected_version=self._report_version)
+        except MetadataStoreError as e:
+            b.log.warning("load report not written", error=str(e))
+            return False
+        self._report_written(stat)
+        return True
+
+    def report_tick(self, then: Callable[[], None]) -> None:
+        """The LoadReportUpdaterTask's tick as plain callbacks (`write_load_report(False)`, the same
+        steps in the same order; broker.py's report ticks): `then()` once done, at once when no
+        report is due, after the metadata write otherwise (the write blocks the tick)."""
+        data = self._report_to_write(False)
+        if data is None:
+            then()
+            return
+        b = self.broker
+        b.md.set_then(paths.broker_path(b.broker_id), data, functools.partial(self._tick_written, then),
+                      expected_version=self._report_version)
+
+    def _tick_written(self, then: Callable[[], None], stat: Any, error: BaseException | None) -> None:
+        if error is not None:
+            if not isinstance(error, MetadataStoreError):
+                raise error   # an emulator bug: it crashes the broker, as in the task it was
+            self.broker.log.warning("load report not written", error=str(error))
+        else:
+            self._report_written(stat)
+        then()
+
+    def _report_to_write(self, force: bool) -> bytes | None:
+        """The report to write now (updateLocalBrokerData, then needBrokerDataUpdate unless forced),
+        its `lastUpdate` set; None if none is due."""
+        if not self.registered:
+            return None
         b = self.broker
         b._update_local_data()
         now_ms = epoch_ms(b.system.clock)
@@ -144,22 +182,16 @@ class ModularLoadManagerWrapper:
         if not force and last is not None and not need_broker_data_update(
             last, b.local_data, b.conf, now_ms
         ):
-            return False
+            return None
         b.local_data.last_update = now_ms
-        try:
-            stat = await b.md.set(
-                paths.broker_path(b.broker_id),
-                _json_encode(b.local_data),
-                expected_version=self._report_version,
-            )
-        except MetadataStoreError as e:
-            b.log.warning("load report not written", error=str(e))
-            return False
+        return _json_encode(b.local_data)
+
+    def _report_written(self, stat: Any) -> None:
+        b = self.broker
         self._report_version = stat.version
         b.local_data.clean_deltas()
         self._last_data = msgspec.structs.replace(b.local_data)
         b.events.emit(LoadReportWritten(broker=b.broker_id, bundles=b.local_data.num_bundles))
-        return True
 
     # ================================================================== the leader's work
 

@@ -18,6 +18,7 @@ refreshes `broker.local_data` for the emulator's observers, and nothing is writt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -103,6 +104,11 @@ class NoopLoadManager:
         """Writes nothing; the broker's own view of its load stays current for the observers."""
         self.broker._update_local_data()
         return False
+
+    def report_tick(self, then: Callable[[], None]) -> None:
+        """`write_load_report()` as a plain callback (broker.py's report ticks)."""
+        self.broker._update_local_data()
+        then()
 
     async def write_resource_quotas(self) -> None:
         pass

@@ -35,6 +35,7 @@ from .mailbox import Mailbox
 from .reply import NO_REPLY, Reply, _check_exception
 from .rng import derive_rng
 from .supervision import ActorFailure, report_failure
+from .wakeup import Wakeup
 
 __all__ = ["FAIRNESS_BATCH", "Actor", "ActorDead", "ActorFailure", "ActorSystem", "AskTimeout",
            "NO_REPLY", "Reply"]
@@ -96,6 +97,7 @@ class Actor:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._finished = False
         self._stopped: asyncio.Event | None = None  # made when someone waits for the end
+        self._wakeups: list[Wakeup] | None = None   # cancelled at death (made on first use)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self._state}>"
@@ -202,6 +204,16 @@ class Actor:
             loop.call_later(delay, self._call_guarded, fn, args)
         else:
             loop.call_soon(self._call_guarded, fn, args)
+
+    def wakeup(self, fn: Callable[[], Any]) -> Wakeup:
+        """A re-armable timer that runs the plain function `fn()` as part of this actor where a task
+        sleeping until then would wake (`Wakeup`: `at(when)`, `soon()`): for periodic work that
+        runs often and rarely waits. Cancelled when the actor dies."""
+        w = Wakeup(self, fn, asyncio.get_running_loop())
+        if self._wakeups is None:
+            self._wakeups = []
+        self._wakeups.append(w)
+        return w
 
     def _call_guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         if self._state is _DEAD:
@@ -364,6 +376,9 @@ class Actor:
             self._scope.cancel()
         for task in list(self._tasks):
             task.cancel()
+        if self._wakeups is not None:
+            for w in self._wakeups:
+                w.cancel()
         if self._task is None:  # the run loop never started, so it will not set this
             self._mark_finished()
         for child in reversed(list(self._children)):

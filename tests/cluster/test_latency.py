@@ -133,19 +133,31 @@ def test_every_default_is_nonzero_and_zero_is_zero():
 async def test_load_report_ticks_keep_a_fixed_rate_whatever_the_write_costs():
     """LoadReportUpdaterTask runs at a fixed rate (scheduleAtFixedRate): with a 0.4 s metadata write
     every tick still falls on start + k x 5 s; a fixed delay after each write would drift 0.4 s per
-    cycle (and every broker by its own latency)."""
-    async with emulated_cluster(2, seed=5, namespaces={NS: 2},
+    cycle (and every broker by its own latency). A max interval of 0 makes every tick write."""
+    conf = ServiceConfig(load_balancer_report_update_max_interval_minutes=0)
+    async with emulated_cluster(2, seed=5, namespaces={NS: 2}, conf=conf,
                                 settings=settings(metadata_op=Constant(0.4))) as cluster:
         ticks: dict[str, list[float]] = {b: [] for b in cluster.live_brokers()}
+        written: dict[str, list[float]] = {b: [] for b in cluster.live_brokers()}
         for b, broker in cluster.brokers.items():
-            write = broker.write_load_report
+            lm = broker.load_manager
+            tick = lm.report_tick   # the load manager's tick (broker.py's report ticks call it)
+            report_written = lm._report_written
 
-            async def spy(force: bool = False, b: str = b, write=write) -> bool:
+            def spy(then, b: str = b, tick=tick) -> None:   # type: ignore[no-untyped-def]
                 ticks[b].append(cluster.system.clock.now())
-                return await write(True)   # every tick writes, and so waits for the store
+                tick(then)
 
-            broker.write_load_report = spy   # type: ignore[method-assign]
+            def on_written(stat, b: str = b, report_written=report_written) -> None:  # type: ignore[no-untyped-def]
+                written[b].append(cluster.system.clock.now())
+                report_written(stat)
+
+            lm.report_tick = spy
+            lm._report_written = on_written
         await cluster.wait_until(lambda: all(len(t) >= 13 for t in ticks.values()), timeout=120)
     for b, t in ticks.items():
         gaps = [later - earlier for earlier, later in zip(t, t[1:])]
         assert gaps == pytest.approx([5.0] * len(gaps), abs=1e-6), (b, gaps)
+        # every tick wrote, each 0.4 s after its tick
+        lags = [w - x for w, x in zip(written[b], t)]
+        assert len(lags) >= 12 and lags == pytest.approx([0.4] * len(lags), abs=1e-6), (b, lags)
