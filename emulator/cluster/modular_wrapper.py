@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 import strategies
-from emulator.model.loaddata import LocalBrokerData, TimeAverageBrokerData, need_broker_data_update
+from emulator.model.loaddata import BrokerDataUpdateCheck, LocalBrokerData, TimeAverageBrokerData
 from emulator.runtime import epoch_ms
 
 from . import paths, user_faults
@@ -56,6 +56,8 @@ class ModularLoadManagerWrapper:
         self._last_data: LocalBrokerData | None = None
         self._report_version = -1
         self._force = False
+        # needBrokerDataUpdate, keeping what stays the same between two report ticks
+        self._need_update = BrokerDataUpdateCheck()
         self.leader_actor: LoadManagerLeader | None = None
         # a follower's view for leaderless decisions (_select_locally)
         self._local_lm: Any = None
@@ -179,9 +181,7 @@ class ModularLoadManagerWrapper:
         b._update_local_data()
         now_ms = epoch_ms(b.system.clock)
         last = self._last_data
-        if not force and last is not None and not need_broker_data_update(
-            last, b.local_data, b.conf, now_ms
-        ):
+        if not force and last is not None and not self._need_update(last, b.local_data, b.conf, now_ms):
             return None
         b.local_data.last_update = now_ms
         return _json_encode(b.local_data)

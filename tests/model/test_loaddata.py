@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import msgspec
 import pytest
 
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
+    BrokerDataUpdateCheck,
     DEFAULT_MESSAGE_RATE,
     DEFAULT_MESSAGE_THROUGHPUT,
     NUM_LONG_SAMPLES,
@@ -491,3 +493,41 @@ def test_weighted_usage_is_recomputed_when_a_number_changes() -> None:
     assert math.copysign(1.0, zero.max_resource_usage_with_weight(1.0, -1.0, -1.0, -1.0)) == 1.0
     assert msgspec.json.encode(local) == msgspec.json.encode(msgspec.json.decode(msgspec.json.encode(local),
                                                                                   type=LocalBrokerData))
+
+
+def test_the_report_tick_check_answers_as_need_broker_data_update() -> None:
+    """BrokerDataUpdateCheck keeps what stays the same between ticks: across a tick sequence where the
+    memories change every tick and CPU, bandwidth, rates, bundles, weights, `last` and the time change
+    now and then (zeros, limits of 0, NaN included), every answer is need_broker_data_update's."""
+    rng = random.Random(19)
+    check = BrokerDataUpdateCheck()
+    conf = CONF
+    last = reported()
+    cur = reported(last_update=0)
+    answers = []
+    choices = [0.0, 0.0, 5.0, 50.0, 100.0, math.nan, 1e-3]
+    for tick in range(3000):
+        cur.memory = ResourceUsage(rng.uniform(0, 4096), 4096)
+        cur.direct_memory = ResourceUsage(rng.choice([0.0, rng.uniform(0, 2048)]),
+                                          rng.choice([2048.0, 2048.0, 0.0]))
+        r = rng.random()
+        if r < 0.1:
+            cur.cpu = ResourceUsage(rng.choice(choices), rng.choice([100.0, 400.0, 0.0]))
+            cur.bandwidth_in = ResourceUsage(rng.uniform(0, 1e6), 1e6)
+            cur.bandwidth_out = ResourceUsage(rng.choice(choices), 1e6)
+        elif r < 0.13:
+            cur.msg_rate_in = rng.choice([0.0, rng.uniform(0, 1e4)])
+            cur.msg_throughput_out = rng.uniform(0, 1e7)
+        elif r < 0.15:
+            cur.num_bundles = rng.randrange(0, 5)
+        elif r < 0.18:
+            last = msgspec.structs.replace(cur)
+            cur.last_update = tick * 5000
+        elif r < 0.2:
+            conf = CONF.with_overrides({"loadBalancerDirectMemoryResourceWeight": rng.choice([0.0, 1.0, 2.5]),
+                                        "loadBalancerCPUResourceWeight": rng.choice([0.5, 1.0])}, source="t")
+        now_ms = tick * 5000
+        expected = need_broker_data_update(last, cur, conf, now_ms)
+        assert check(last, cur, conf, now_ms) == expected, tick
+        answers.append(expected)
+    assert 100 < sum(answers) < len(answers) - 100   # both answers were exercised
