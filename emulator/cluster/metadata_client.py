@@ -120,7 +120,8 @@ class MetadataClient:
         """Heartbeat the session every `interval` until it is no longer this client's.
 
         A `Wakeup` of the owner, not a sleeping task: this fires for every broker every few emulated
-        seconds. The first step runs in the task `open_session` starts (where and when the loop of
+        seconds. The beat is recorded in the store directly (`MetadataStore.heartbeat`, which says
+        why that is the told Heartbeat's effect). The first step runs in the task `open_session` starts (where and when the loop of
         sleeps started before), the rest are plain callbacks at the same instants and in the same
         order; a dead owner's wake-up is cancelled, so its heartbeats stop with it."""
         wakeup: Wakeup | None = None
@@ -130,10 +131,14 @@ class MetadataClient:
                 return
             store = self.owner.system.get(self.store_name)
             if store is not None:   # else: store restarting or gone: the session will expire there
-                try:
-                    store.tell(Heartbeat(session_id))
-                except ActorDead:
-                    pass
+                record = getattr(store, "heartbeat", None)
+                if record is not None:
+                    record(session_id)   # MetadataStore.heartbeat: the tell's effect, without its round
+                else:
+                    try:
+                        store.tell(Heartbeat(session_id))
+                    except ActorDead:
+                        pass
             assert wakeup is not None
             wakeup.after(interval)
 

@@ -31,6 +31,7 @@ Choices where Pulsar/ZooKeeper leave a question open (or where we simplify):
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter, deque
 from collections.abc import Callable
@@ -117,7 +118,9 @@ class MetadataStore(Actor):
         self._session_timeout = float(session_timeout)
         self._op_latency = float(op_latency)
         self._latency_fn = latency_fn
-        self._deadlines: dict[int, float] = {}  # live session -> expiry time (emulated s)
+        self._deadlines: dict[int, float] = {}  # live session -> expiry time (emulated s), but for
+        # the heartbeats recorded by `heartbeat` (below): session -> [last, the one before] beat time
+        self._beats: dict[int, list[float]] = {}
         self._reaper_running = False
         self._session_listeners: dict[int, str] = {}  # session -> owner told of SessionLost
         self._watches: dict[str, dict[str, None]] = {}  # subscriber -> prefixes, insertion order
@@ -258,9 +261,38 @@ class MetadataStore(Actor):
         if msg.session_id in self._deadlines:
             self._deadlines[msg.session_id] = self.now + self._session_timeout
 
+    def heartbeat(self, session_id: int) -> None:
+        """A client's heartbeat, recorded at once instead of told (MetadataClient's heartbeats).
+
+        A `Heartbeat` told has no reply and no latency, and its only effect is the session's deadline,
+        which only the reaper reads; told, it cost a mailbox round of this actor for every broker
+        every few seconds. Recorded here, the reaper computes the deadline from it: the last beat
+        *before* the reaper's instant plus the timeout, as a beat told at that very instant would
+        have been handled after the reaper's check (its timer and the reaper's both fire in the
+        instant's first round; the told message needed one more). So every deadline the reaper
+        sees, and every expiry, is the same as with told heartbeats."""
+        self.stats["Heartbeat"] += 1
+        if session_id in self._deadlines:
+            beats = self._beats.get(session_id)
+            if beats is None:
+                self._beats[session_id] = [self.now, -math.inf]
+            else:
+                beats[1] = beats[0]
+                beats[0] = self.now
+
+    def _deadline(self, session_id: int, deadline: float, now: float) -> float:
+        """The session's deadline as the reaper sees it at `now` (see `heartbeat`)."""
+        beats = self._beats.get(session_id)
+        if beats is None:
+            return deadline
+        last = beats[0] if beats[0] < now else beats[1]
+        beat_deadline = last + self._session_timeout
+        return beat_deadline if beat_deadline > deadline else deadline
+
     def _on_close_session(self, msg: CloseSession) -> tuple[Any, list[Notification]]:
         session_id = _require_session_id(msg.session_id, "CloseSession(session_id)")
         live = self._deadlines.pop(session_id, None) is not None
+        self._beats.pop(session_id, None)
         self._session_listeners.pop(session_id, None)
         if live:
             self.stats["sessions_closed"] += 1
@@ -290,6 +322,7 @@ class MetadataStore(Actor):
         """End a live session as ZooKeeper's expiry does, and tell its owner SessionLost."""
         owner = self.tree.session_owner(session_id)
         self._deadlines.pop(session_id, None)
+        self._beats.pop(session_id, None)
         self.stats["sessions_expired"] += 1
         notes = self.tree.end_session(session_id)
         self.log.info("metadata session expired", session_id=session_id, owner=owner,
@@ -311,13 +344,13 @@ class MetadataStore(Actor):
         """
         try:
             while self._deadlines:
-                earliest = min(self._deadlines.values())
                 now = self.now
+                deadlines = {sid: self._deadline(sid, d, now) for sid, d in self._deadlines.items()}
+                earliest = min(deadlines.values())
                 if earliest - now > _EPSILON:
                     await anyio.sleep(earliest - now)
                     continue
-                due = [sid for sid, deadline in self._deadlines.items()
-                       if deadline - now <= _EPSILON]
+                due = [sid for sid, deadline in deadlines.items() if deadline - now <= _EPSILON]
                 notes: list[Notification] = []
                 for session_id in due:
                     notes.extend(self._expire(session_id))

@@ -290,6 +290,47 @@ async def test_expiry_counts_from_the_last_heartbeat() -> None:
         assert store.stats["Heartbeat"] == 2
 
 
+def _expiries(told: bool) -> list[tuple[str, float, list[tuple[float, str]]]]:
+    """Six clients open sessions at different instants and die at various times, exact heartbeat
+    instants (10 s apart from the open) and instants where the reaper wakes among them; returns
+    each session's ephemeral deletion time and the order of the deletions and of the test's steps."""
+    from emulator.runtime import run
+
+    async def main() -> list[tuple[str, float, list[tuple[float, str]]]]:
+        async with running() as (system, store):
+            if told:
+                store.heartbeat = None   # type: ignore[method-assign,assignment]  # clients tell
+            watcher = system.spawn(Probe("watcher", system))
+            await store.ask(Watch("/", watcher.name))
+            order: list[tuple[float, str]] = []
+            probes = []
+            for i, (start, death) in enumerate([(0.0, 40.0), (0.0, 600.0), (3.3, 33.3), (3.3, 47.0),
+                                                (7.0, 57.0), (7.25, 1000.0)]):
+                async def life(i: int = i, start: float = start, death: float = death) -> None:
+                    await anyio.sleep(start)
+                    p = system.spawn(Probe(f"b{i}", system))
+                    probes.append(p)
+                    await p.md.open_session()
+                    await p.md.create(f"/e{i}", b"", ephemeral=True)
+                    await anyio.sleep(death - start)
+                    order.append((system.clock.now(), f"kill b{i}"))
+                    p.kill()
+                system.spawn(Probe(f"driver{i}", system)).start_soon(life)
+            await anyio.sleep(200.0)
+            deleted = [(m.path, t) for t, m in watcher.got if m.type == "Deleted"]
+            return [(path, t, order) for path, t in deleted]
+
+    return run(main, clock=VirtualClock())
+
+
+def test_recorded_heartbeats_expire_sessions_exactly_as_told_ones():
+    """MetadataStore.heartbeat records a beat instead of a told Heartbeat: every expiry happens at
+    the same instant, in the same order, deaths on a beat's instant included."""
+    recorded, told = _expiries(False), _expiries(True)
+    assert recorded == told
+    assert sorted(path for path, _, _ in recorded) == ["/e0", "/e2", "/e3", "/e4"]
+
+
 @pytest.mark.asyncio
 async def test_a_heartbeating_session_never_expires() -> None:
     async with running() as (system, store):
