@@ -120,10 +120,11 @@ class MetadataClient:
         """Heartbeat the session every `interval` until it is no longer this client's.
 
         A `Wakeup` of the owner, not a sleeping task: this fires for every broker every few emulated
-        seconds. The beat is recorded in the store directly (`MetadataStore.heartbeat`, which says
-        why that is the told Heartbeat's effect). The first step runs in the task `open_session` starts (where and when the loop of
+        seconds. The first step runs in the task `open_session` starts (where and when the loop of
         sleeps started before), the rest are plain callbacks at the same instants and in the same
-        order; a dead owner's wake-up is cancelled, so its heartbeats stop with it."""
+        order; a dead owner's wake-up is cancelled, so its heartbeats stop with it. A beat is
+        recorded in the store directly (`MetadataStore.heartbeat` says why that is the effect a
+        told Heartbeat had); a store without that method is told."""
         wakeup: Wakeup | None = None
 
         def beat() -> None:
