@@ -731,7 +731,9 @@ class BrokerDataUpdateCheck:
     changes and the CPU and bandwidth terms of the current weighted usage are kept while those
     numbers (and the weights) are the same, and a tick computes the direct-memory term, the max and
     the comparison: the same operations in the same order on the same values, so the same answer
-    as `need_broker_data_update` (a test compares them on random data)."""
+    as `need_broker_data_update` (a test compares them on random data). With a direct-memory
+    weight of 0 (Pulsar's default) and a usage within its limit, that term is a zero whatever the
+    memory: its float32 percent is not computed."""
 
     __slots__ = ("_last", "_key", "_last_usage", "_others", "_rates")
 
@@ -775,7 +777,11 @@ class BrokerDataUpdateCheck:
         m = -math.inf
         if v_cpu > m:
             m = v_cpu
-        v = current.direct_memory.percent_usage() * direct_w
+        direct = current.direct_memory
+        if direct_w == 0.0 and 0.0 < direct.usage <= direct.limit < 1e38:
+            v = 0.0 * direct_w   # its percent is in (0, 100]: times a zero weight, this very zero
+        else:
+            v = direct.percent_usage() * direct_w
         if v > m:
             m = v
         if v_in > m:

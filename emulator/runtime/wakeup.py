@@ -22,6 +22,7 @@ cancelled when the actor dies, as a sleeping task's timer is when the task is ca
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,13 +37,20 @@ class Wakeup:
     `Actor.wakeup(fn)`, which cancels it when the actor dies. One pending wake-up at a time:
     arming again replaces (and cancels) the previous one."""
 
-    __slots__ = ("_actor", "_fn", "_handle", "_loop")
+    __slots__ = ("_actor", "_fn", "_handle", "_loop", "_context", "_hop", "_ready")
 
     def __init__(self, actor: Actor, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
         self._actor = actor
         self._fn = fn
         self._loop = loop
         self._handle: asyncio.Handle | None = None
+        # the context every run shares, as a task's steps share the task's (no copy per timer)
+        self._context = contextvars.copy_context()
+        # the scheduled run: one Handle, queued again each time (call_soon makes one per call);
+        # made anew after a cancel, which drops a Handle's callback. Not in debug mode, where
+        # call_soon's checks run.
+        self._hop: asyncio.Handle | None = None
+        self._ready: Any = None if loop.get_debug() else getattr(loop, "_ready", None)
 
     def after(self, delay: float) -> None:
         """Wake where a task calling `emulator.runtime.sleep(delay)` now would: at `loop.time() +
@@ -55,12 +63,12 @@ class Wakeup:
     def at(self, when: float) -> None:
         """Wake at loop time `when`, where a task sleeping until `when` would."""
         self.cancel()
-        self._handle = self._loop.call_at(when, self._fire)
+        self._handle = self._loop.call_at(when, self._fire, context=self._context)
 
     def soon(self) -> None:
         """Wake on the next loop turn, where a task yielding once (`asyncio.sleep(0)`) would."""
         self.cancel()
-        self._handle = self._loop.call_soon(self._run)
+        self._handle = self._call_soon()
 
     @property
     def pending(self) -> bool:
@@ -74,7 +82,18 @@ class Wakeup:
             handle.cancel()
 
     def _fire(self) -> None:
-        self._handle = self._loop.call_soon(self._run)
+        self._handle = self._call_soon()
+
+    def _call_soon(self) -> asyncio.Handle:
+        """`loop.call_soon(self._run)`: the same place in the ready queue, without a new Handle."""
+        ready = self._ready
+        if ready is None:
+            return self._loop.call_soon(self._run, context=self._context)
+        hop = self._hop
+        if hop is None or hop.cancelled():
+            hop = self._hop = asyncio.Handle(self._run, (), self._loop, self._context)
+        ready.append(hop)
+        return hop
 
     def _run(self) -> None:
         self._handle = None

@@ -242,7 +242,14 @@ class ResourceModel:
         the last host sample): the other three cost a third of the tick for nothing."""
         k = self.constants
         capacity = self._capacity.get(broker_id, self.default)
-        mem_noise = self._noise_multipliers(broker_id)[1]
+        # _noise_multipliers' three draws, its memory multiplier alone
+        drawn = self._drawn.get(broker_id)
+        if not drawn:
+            mem_noise = self._noise_multipliers(broker_id)[1]
+        else:
+            drawn.pop()
+            mem_noise = max(0.0, 1.0 + k.noise_memory * drawn.pop())
+            drawn.pop()
         # BrokerTraffic.from_stats of one entry: each sum starts from 0.0 / 0, as there
         moved_mib = ((0.0 + totals.msg_throughput_in) + (0.0 + totals.msg_throughput_out)) / MIB
         sessions = (0 + totals.producer_count) + (0 + totals.consumer_count)

@@ -508,7 +508,7 @@ def test_the_report_tick_check_answers_as_need_broker_data_update() -> None:
     choices = [0.0, 0.0, 5.0, 50.0, 100.0, math.nan, 1e-3]
     for tick in range(3000):
         cur.memory = ResourceUsage(rng.uniform(0, 4096), 4096)
-        cur.direct_memory = ResourceUsage(rng.choice([0.0, rng.uniform(0, 2048)]),
+        cur.direct_memory = ResourceUsage(rng.choice([0.0, -0.0, 3000.0, rng.uniform(0, 2048)]),
                                           rng.choice([2048.0, 2048.0, 0.0]))
         r = rng.random()
         if r < 0.1:
@@ -524,7 +524,7 @@ def test_the_report_tick_check_answers_as_need_broker_data_update() -> None:
             last = msgspec.structs.replace(cur)
             cur.last_update = tick * 5000
         elif r < 0.2:
-            conf = CONF.with_overrides({"loadBalancerDirectMemoryResourceWeight": rng.choice([0.0, 1.0, 2.5]),
+            conf = CONF.with_overrides({"loadBalancerDirectMemoryResourceWeight": rng.choice([0.0, -0.0, 1.0, 2.5]),
                                         "loadBalancerCPUResourceWeight": rng.choice([0.5, 1.0])}, source="t")
         now_ms = tick * 5000
         expected = need_broker_data_update(last, cur, conf, now_ms)
