@@ -74,7 +74,7 @@ from .metadata_client import MetadataClient, MetadataStoreError
 from .metadata_messages import Notification, SessionEvent
 from .namespace_service import NamespaceService
 from .network import Network, host_of, service_url_of, web_url_of
-from .ownership import NamespaceEphemeralData, OwnedBundle
+from .ownership import NamespaceEphemeralData, OwnedBundle, OwnedBundles
 from .policy_cache import PolicyCache
 from .server_cnx import ServerCnx
 from .topic_loader import TopicLoader
@@ -143,7 +143,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         # what this broker knows of the cluster
         self.available_brokers: frozenset[str] = frozenset()
         self._init_bundle_factory()
-        self.owned = {}
+        self.owned = OwnedBundles()
         self._init_namespace_service()
         self.local_data = LocalBrokerData(
             web_service_url=self.web_url,
@@ -154,6 +154,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self.splitting = set()
         self.windows = None
         self._windows_seen = (-1, -1)
+        self._tables_epoch = None
         self.started = anyio.Event()
         # LoadManager.create (PulsarService.start): the warning of a fallback is logged here, once
         self.load_manager = load_managers.create(conf.load_manager_class_name, self)

@@ -30,11 +30,25 @@ class TopicTable(dict[str, TopicLoad]):
     change between two reports, so a load source may keep what it derived from a table for as long as
     the version is the same. Only `BundleOwner` changes a table, and it bumps the version each time."""
 
-    __slots__ = ("version",)
+    __slots__ = ("_version", "epoch_box")
 
     def __init__(self) -> None:
         super().__init__()
-        self.version = 0
+        self._version = 0
+        # what else counts this table's changes: the broker's ownership entries (ownership.py
+        # OwnedBundles), whose `epoch` tells the broker its tables are as they were
+        self.epoch_box: Any = None
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self._version = value
+        box = self.epoch_box
+        if box is not None:
+            box.epoch += 1
 
 
 class SystemUsage(msgspec.Struct):

@@ -29,6 +29,7 @@ class BrokerLoadData(BrokerBase):
     # stats periods and host-usage samples (stats_window.py); None = instant stats
     windows: BrokerWindows | None
     _windows_seen: tuple[int, int]
+    _tables_epoch: int | None   # the ownership epoch of the last `track` (None: take the tables)
 
     def _start_windows(self) -> None:
         """BrokerService.startStatsUpdater and the LinuxBrokerHostUsageImpl constructor: one stats update
@@ -79,8 +80,15 @@ class BrokerLoadData(BrokerBase):
         now = self.now
         if w.sampled_at(now):
             return w.current_totals
+        # the tables as at the last track (the ownership epoch) and the same closed form: no walk
+        # over the bundles (OwnedBundles, BrokerWindows.unchanged)
+        epoch = getattr(self.owned, "epoch", None)
+        if epoch is not None and epoch == self._tables_epoch and w.unchanged(now):
+            return w.advance(now)
         topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
-        return w.track(now, topics)
+        totals = w.track(now, topics)
+        self._tables_epoch = epoch
+        return totals
 
     def _reset_local_data(self, load_manager_class_name: str) -> None:
         """A fresh LocalBrokerData (ModularLoadManagerImpl.start creates its own): the next update fills

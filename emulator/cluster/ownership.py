@@ -26,7 +26,7 @@ from .events import BundleOwned, BundleSplit, BundleSplitSkipped, BundleUnloaded
 from .messages import AdminError, CloseTopics, LookupFailure, ServerError
 from .metadata_client import BadVersion, LockBusy, MetadataStoreError
 
-__all__ = ["NamespaceEphemeralData", "OwnedBundle", "OwnershipCache"]
+__all__ = ["NamespaceEphemeralData", "OwnedBundle", "OwnedBundles", "OwnershipCache"]
 
 
 class NamespaceEphemeralData(msgspec.Struct, rename="camel"):
@@ -41,15 +41,94 @@ class NamespaceEphemeralData(msgspec.Struct, rename="camel"):
 
 
 class OwnedBundle:
-    """Pulsar's OwnedBundle: the in-memory ownership entry, present while acquiring and while owned."""
+    """Pulsar's OwnedBundle: the in-memory ownership entry, present while acquiring and while owned.
 
-    __slots__ = ("bundle", "acquired", "active", "actor")
+    Setting `active` or `actor` counts as a change of the broker's entries (`OwnedBundles.epoch`)."""
+
+    __slots__ = ("bundle", "acquired", "_active", "_actor", "_box")
 
     def __init__(self, bundle: str, acquired: asyncio.Future[bool]) -> None:
         self.bundle = bundle
         self.acquired = acquired
-        self.active = False
-        self.actor: BundleOwner | None = None
+        self._active = False
+        self._actor: BundleOwner | None = None
+        self._box: OwnedBundles | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self._active = value
+        if self._box is not None:
+            self._box.epoch += 1
+
+    @property
+    def actor(self) -> BundleOwner | None:
+        return self._actor
+
+    @actor.setter
+    def actor(self, value: BundleOwner | None) -> None:
+        self._actor = value
+        box = self._box
+        if box is not None:
+            if value is not None:
+                value.topics.epoch_box = box
+            box.epoch += 1
+
+
+class OwnedBundles(dict[str, OwnedBundle]):
+    """A broker's ownership entries (bundle -> OwnedBundle), with an `epoch` that changes whenever an
+    entry is added or removed, an entry's `active` or `actor` is set, or the topic table of an
+    entry's actor changes (TopicTable.version). The broker's report tick takes its bundles' tables
+    afresh only when the epoch moved (local_data.py): walking every entry at every tick to find
+    nothing changed was a quarter of the tick."""
+
+    __slots__ = ("epoch",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.epoch = 0
+
+    def _adopt(self, value: OwnedBundle) -> None:
+        value._box = self
+        if value._actor is not None:
+            value._actor.topics.epoch_box = self
+
+    def __setitem__(self, key: str, value: OwnedBundle) -> None:
+        self._adopt(value)
+        super().__setitem__(key, value)
+        self.epoch += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.epoch += 1
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.epoch += 1
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, OwnedBundle]:
+        self.epoch += 1
+        return super().popitem()
+
+    def clear(self) -> None:
+        self.epoch += 1
+        super().clear()
+
+    def setdefault(self, key: str, default: OwnedBundle) -> OwnedBundle:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> OwnedBundles:  # type: ignore[override,misc]
+        self.update(other)
+        return self
 
 
 class OwnershipCache(NamespaceBundleFactory):

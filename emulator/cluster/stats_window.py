@@ -79,7 +79,7 @@ class BrokerWindows:
     __slots__ = ("broker_id", "load_source", "_cur", "_cur_totals", "_cur_dt", "_last_t", "_sampled", "_acc",
                  "_host_acc", "_host_dt", "_host_started", "bundle_stats", "stats_version",
                  "stats_updated_at", "host_usage", "host_version", "host_sampled_at", "_curves",
-                 "_seg", "_seg_t0")
+                 "_seg", "_seg_t0", "_still")
 
     def __init__(self, broker_id: str, load_source: LoadSource, now: float) -> None:
         self.broker_id = broker_id
@@ -101,6 +101,7 @@ class BrokerWindows:
         self.host_version = 0
         self.host_sampled_at = now
         self._curves = getattr(load_source, "bundle_curves", None)
+        self._still = getattr(load_source, "curve_still", None)
         self._seg: TrafficCurves | None = None   # the closed form in force since _seg_t0
         self._seg_t0 = now
 
@@ -151,6 +152,23 @@ class BrokerWindows:
                 # tick on, as a sample would be (the change's instant is not known here)
                 self._integrate(self._last_t)
                 self._seg = c
+        return self._advance(c, now)
+
+    def unchanged(self, now: float) -> bool:
+        """True if the closed form in force is still the one the load source gives at `now`, for
+        the same tables: the caller knows the tables did not change since the last `track`
+        (`track` would find the same curve object and only `advance`)."""
+        seg = self._seg
+        still = self._still
+        return seg is not None and still is not None and still(self.broker_id, seg, now)
+
+    def advance(self, now: float) -> NamespaceBundleStats:
+        """`track(now, tables)` when `unchanged(now)`: the totals of `now` from the closed form."""
+        c = self._seg
+        assert c is not None
+        return self._advance(c, now)
+
+    def _advance(self, c: TrafficCurves, now: float) -> NamespaceBundleStats:
         self._last_t = now
         self._sampled = True
         x = c.omega * (now - c.origin)

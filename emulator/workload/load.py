@@ -253,6 +253,18 @@ class WorkloadLoadSource:
             a.curve = c
         return c
 
+    def curve_still(self, broker_id: str, curve: TrafficCurves, now: float) -> bool:
+        """True if `bundle_curves(broker_id, now, tables)` would return `curve` itself, for tables
+        that have not changed since it was made (the caller's knowledge: the broker's ownership
+        epoch): the broker's arrays still hold it, and its piece and the traffic model still hold
+        at `now`. The same test as `bundle_curves`, without matching the tables."""
+        a = self._brokers.get(broker_id)
+        if a is None or a.curve is not curve:
+            return False
+        traffic = self.traffic
+        return curve.valid_from <= now < curve.until and curve.key == (
+            a, traffic._version, traffic._modifiers)
+
     def bundle_stats(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
     ) -> dict[str, NamespaceBundleStats]:
