@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +149,27 @@ class SampleFacts:
             points = self.counters[series] = []
         points.append((t, value))
 
+    def add_block(self, t: float, values: list[float], points: list[tuple[int, tuple[str, Labels]]],
+                  brokers: list[tuple[int, int, str]]) -> None:
+        """`add` of each of `values` stamped `t` (a `_Plan`'s block): the same points and tables,
+        added in the same order, for the values that add to them."""
+        self.count += len(values)
+        counters = self.counters
+        for at, series in points:
+            got = counters.get(series)
+            if got is None:
+                got = counters[series] = []
+            got.append((t, values[at]))
+        usage, rate, tput = self.usage, self.rate, self.tput
+        for at, kind, broker in brokers:
+            key = (t, broker)
+            value = values[at]
+            if kind == _USAGE:
+                usage[key] = max(usage.get(key, -math.inf), value)
+            else:
+                table = rate if kind == _RATE else tput
+                table[key] = table.get(key, 0.0) + value
+
     def add_broker(self, kind: int, t: float, broker: str | None, value: float) -> None:
         self.count += 1
         if broker is None or not kind:
@@ -159,6 +181,22 @@ class SampleFacts:
         else:
             table = self.rate if kind == _RATE else self.tput
             table[key] = table.get(key, 0.0) + value
+
+
+class _Plan:
+    """What a block of rows of one layout adds: `rows` (the sampled rows' indices, in order), their
+    `names` and sorted `labels`, then, by position among them, the counter `points` (position,
+    series) and the per-broker values `brokers` (position, kind, broker) the KPIs' first pass keeps
+    (`SampleFacts.add_block`). A block is then a few C-level passes and a loop over those two."""
+
+    __slots__ = ("rows", "names", "labels", "points", "brokers")
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.names: list[str] = []
+        self.labels: list[Labels] = []
+        self.points: list[tuple[int, tuple[str, Labels]]] = []
+        self.brokers: list[tuple[int, int, str]] = []
 
 
 class Timeline:
@@ -264,9 +302,9 @@ class LiveTimeline(Timeline):
         a day's samples then share a few hundred label tuples instead of holding one each."""
         self._facts = SampleFacts()
         self._plan_keys: list[Any] | None = None
-        self._plan: list[tuple[int, str, Labels, Any, str | None, int]] = []
-        """For the rows of `_plan_keys` (`Rows.keys`): (index, name, labels, counter series or
-        None, broker, kind) of each sampled row."""
+        self._plan = _Plan()
+        """For the rows of `_plan_keys` (`Rows.keys`): which rows are sampled and what each adds to
+        the facts."""
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     def _on_event(self, event: Event) -> None:
@@ -286,25 +324,20 @@ class LiveTimeline(Timeline):
             keys, values = [key for key, _ in rows], [value for _, value in rows]
         if keys is not self._plan_keys and keys != self._plan_keys:
             self._plan_keys, self._plan = keys, self._make_plan(keys)
-        append = self.samples.append
         facts = self._facts
         if facts.count != len(self.samples):     # samples added by other means: start over
             facts = self._facts = SampleFacts.of(self.samples)
-        add_point, add_broker = facts.add_point, facts.add_broker
-        for i, name, labels, series, broker, kind in self._plan:
-            value = float(values[i])
-            append((t, name, labels, value))
-            if series is not None:
-                add_point(series, t, value)
-            else:
-                add_broker(kind, t, broker, value)
+        plan = self._plan
+        picked = list(map(float, map(values.__getitem__, plan.rows)))
+        self.samples.extend(zip(repeat(t), plan.names, plan.labels, picked))
+        facts.add_block(t, picked, plan.points, plan.brokers)
         self._last_sample_t = t
 
-    def _make_plan(self, keys: list[Any]) -> list[tuple[int, str, Labels, Any, str | None, int]]:
+    def _make_plan(self, keys: list[Any]) -> _Plan:
         labels_of = self._labels
         if len(labels_of) > 4 * len(keys) + 1024:     # series that have gone (brokers)
             labels_of.clear()
-        plan = []
+        plan = _Plan()
         for i, key in enumerate(keys):
             name = key[0]
             if name in SAMPLED:
@@ -312,8 +345,16 @@ class LiveTimeline(Timeline):
                 if labels is None:
                     labels = labels_of[key] = tuple(sorted(zip(key[1], key[2])))
                 kpi = _COUNTER_KPI.get(name)
-                plan.append((i, name, labels, None if kpi is None else (kpi, labels),
-                             dict(labels).get("broker"), _kind(name)))
+                at = len(plan.rows)
+                plan.rows.append(i)
+                plan.names.append(name)
+                plan.labels.append(labels)
+                if kpi is not None:
+                    plan.points.append((at, (kpi, labels)))
+                else:
+                    broker, kind = dict(labels).get("broker"), _kind(name)
+                    if broker is not None and kind:
+                        plan.brokers.append((at, kind, broker))
         return plan
 
     def sample_facts(self) -> SampleFacts:
