@@ -39,6 +39,7 @@ Choices where the emulator differs (each named, none changes a decision):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -104,6 +105,25 @@ a lookup answer."""
 LEAST_RESOURCE_USAGE_WITH_WEIGHT = (
     "org.apache.pulsar.broker.loadbalance.extensions.strategy.LeastResourceUsageWithWeight")
 TRANSFER_SHEDDER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
+
+
+class _TopicsOnDemand(Mapping[str, Any]):
+    """bundle -> `broker._topic_stats` of each active owned bundle, computed on access."""
+
+    def __init__(self, broker: "Broker") -> None:
+        self._broker = broker
+
+    def __getitem__(self, bundle: str) -> Any:
+        o = self._broker.owned.get(bundle)
+        if o is None or not o.active or o.actor is None:
+            raise KeyError(bundle)
+        return self._broker._topic_stats(o.actor)
+
+    def __iter__(self) -> Iterator[str]:
+        return (bundle for bundle, o in self._broker.owned.items() if o.active and o.actor is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class ExtensibleLoadManagerWrapper:
@@ -372,10 +392,11 @@ class ExtensibleLoadManagerWrapper:
         b = self.broker
         return {ns: len(nb.names) for ns, nb in b._ns_bundles.items()}
 
-    def _split_topics(self) -> dict[str, Any]:
-        b = self.broker
-        return {bundle: b._topic_stats(o.actor) for bundle, o in b.owned.items()
-                if o.active and o.actor is not None}
+    def _split_topics(self) -> Mapping[str, Any]:
+        """Each owned bundle's topics with their stats, made when the split strategy asks for a
+        bundle (only for the one it splits: a run sees every bundle of the broker, once a minute),
+        within the same instant (the strategy runs without awaiting)."""
+        return _TopicsOnDemand(self.broker)
 
     async def _split_context(self) -> LoadManagerContext:
         """The split run's context, after loading the bundle ranges of every namespace this broker
