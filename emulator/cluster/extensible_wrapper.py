@@ -60,6 +60,7 @@ from emulator.model.extensible.decisions import (
     UnloadReason,
 )
 from emulator.model.extensible.filters import DEFAULT_PIPELINE, BrokerFilterException
+from emulator.model.filters import namespace_of_bundle
 from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
 from emulator.model.extensible.split_strategy import DefaultNamespaceBundleSplitStrategy
 from emulator.model.loaddata import NamespaceBundleStats
@@ -126,6 +127,11 @@ class _TopicsOnDemand(Mapping[str, Any]):
         return sum(1 for _ in self)
 
 
+def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """`_filter_key`s: the same objects (registry, store, policies), equal values (the rest)."""
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3:] == b[3:]
+
+
 class ExtensibleLoadManagerWrapper:
     """One broker's ExtensibleLoadManagerImpl (see the module docstring)."""
 
@@ -167,6 +173,9 @@ class ExtensibleLoadManagerWrapper:
         self._available: tuple[tuple[frozenset[str], int] | None, dict[str, BrokerLookupData]] = (None, {})
         self._policies = PolicyView()
         self._last_selection: tuple[int, bool] = (0, False)   # candidates, fallback of the last select
+        # the filter pipeline's last answer and what it depended on (`_filter_key`): a restart storm
+        # selects tens of thousands of times between two load-data updates
+        self._filtered: tuple[tuple[Any, ...], dict[str, BrokerLookupData]] | None = None
         self._unload_snapshot: CounterSnapshot[UnloadCounter] = CounterSnapshot()
         self._split_snapshot: CounterSnapshot[SplitCounter] = CounterSnapshot()
 
@@ -436,19 +445,40 @@ class ExtensibleLoadManagerWrapper:
         """selectAsync(bundle, excluded): the registry minus `excluded`, every filter (a filter that
         fails is logged and the candidates so far are kept), then the strategy."""
         context = await self._context()
-        candidates = {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}
-        for f in DEFAULT_PIPELINE:
-            try:
-                candidates = f(candidates, bundle, context)
-            except BrokerFilterException as e:
-                self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
-                                      error=str(e))
+        key = self._filter_key(bundle, excluded, context)
+        cached = self._filtered
+        if key is not None and cached is not None and _same_key(cached[0], key):
+            candidates = cached[1]
+        else:
+            candidates = {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}
+            failed = False
+            for f in DEFAULT_PIPELINE:
+                try:
+                    candidates = f(candidates, bundle, context)
+                except BrokerFilterException as e:
+                    failed = True
+                    self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
+                                          error=str(e))
+            self._filtered = (key, candidates) if key is not None and not failed else None
         if not candidates:
             self._last_selection = (0, False)
             return None
         selected: str | None = self.strategy.select(set(candidates), bundle, context)
         self._last_selection = (len(candidates), bool(getattr(self.strategy, "last_fallback", False)))
         return selected
+
+    @staticmethod
+    def _filter_key(bundle: str, excluded: frozenset[str], context: LoadManagerContext) -> tuple[Any, ...] | None:
+        """What the filter pipeline's answer depends on when the bundle's namespace has neither an
+        isolation policy (none in the cluster) nor an anti-affinity group: the registry's lookup
+        data, the load-data store (topic counts), the policies and three configuration keys, each
+        object the same until it changes (`_context`); None when the answer depends on the bundle."""
+        policies = context.policies
+        if policies.isolation_policies or policies.anti_affinity_group(namespace_of_bundle(bundle)) is not None:
+            return None
+        conf = context.conf
+        return (context.available_brokers, context.broker_load_data, policies, excluded,
+                conf.load_manager_class_name, conf.load_balancer_broker_max_topics, conf.prefer_later_versions)
 
     # ================================================================== decisions as events
 

@@ -45,3 +45,73 @@ async def test_split_topics_are_made_only_for_the_bundle_asked_for_and_read_as_t
         assert topics.get(f"{NS}/0x00000000_0x00000001", {}) == {} and len(calls) == 1
         assert set(topics) == set(eager) and len(topics) == len(eager) and len(calls) == 1
         assert dict(topics) == eager
+
+
+@pytest.mark.asyncio
+async def test_the_filter_pipeline_runs_again_only_when_what_it_reads_changes(monkeypatch):
+    """Selections between two changes reuse the pipeline's answer; a new load-data value, another
+    `excluded`, a changed configuration key or a namespace with an anti-affinity group run it again,
+    and each answer is what the pipeline gives on the same context."""
+    import emulator.cluster.extensible_wrapper as wrapper_module
+    from emulator.model.extensible import filters
+
+    async with emulated_cluster(3, seed=5, conf=conf(), namespaces={NS: 4}) as cluster:
+        client = cluster.add_client()
+        client.create_handles([f"persistent://{NS}/t-{i}" for i in range(8)], HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == 8, timeout=120)
+        broker = cluster.brokers[cluster.live_brokers()[0]]
+        m = broker.load_manager
+        assert isinstance(m, ExtensibleLoadManagerWrapper) and m.broker_store is not None
+        runs: list[str] = []
+
+        def counted(f):
+            def run(brokers, bundle, context, **kw):
+                runs.append(bundle)
+                return f(brokers, bundle, context, **kw)
+            return run
+
+        monkeypatch.setattr(wrapper_module, "DEFAULT_PIPELINE", tuple(counted(f) for f in filters.DEFAULT_PIPELINE))
+        n = len(filters.DEFAULT_PIPELINE)
+        a, b = f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"
+
+        async def check(bundle: str, excluded: frozenset[str] = frozenset()) -> int:
+            before = len(runs)
+            await m.select(bundle, excluded)
+            context = await m._context()
+            expected = filters.apply_filters(
+                filters.DEFAULT_PIPELINE,
+                {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}, bundle, context)
+            assert m._last_selection[0] == len(expected)
+            return (len(runs) - before) // n
+
+        assert await check(a) in (0, 1)
+        assert await check(a) == 0 and await check(b) == 0          # same inputs, any bundle
+        assert await check(a, frozenset(cluster.live_brokers()[:1])) == 1
+        assert await check(a) == 1                                  # back to no exclusion
+        store = m.broker_store
+        key = next(iter(store.items()))
+        await store.push(key, store.items()[key])                   # a new value of a broker's load data
+        await cluster.wait_until(lambda: m._filtered is None or m._filtered[0][1] is not store.items(),
+                                 timeout=10)
+        assert await check(a) == 1 and await check(a) == 0
+        broker.conf.load_balancer_broker_max_topics = 0             # a dynamic configuration change
+        assert await check(a) == 1 and m._last_selection == (0, False)
+        assert await m.select(a, frozenset()) is None
+
+
+def test_no_filter_cache_where_the_answer_depends_on_the_bundle():
+    """An anti-affinity group (the count of its Owned bundles per broker) or any isolation policy
+    (per namespace) makes the pipeline's answer the bundle's own: no key, always run."""
+    from emulator.model.extensible.context import LoadManagerContext
+    from emulator.model.policies import ClusterPolicies, LocalPolicies, NamespaceIsolationPolicy, PolicyView
+
+    key = ExtensibleLoadManagerWrapper._filter_key
+    plain = LoadManagerContext(conf=conf(), policies=PolicyView())
+    assert key(f"{NS}/0x00000000_0xffffffff", frozenset(), plain) is not None
+    grouped = LoadManagerContext(conf=conf(), policies=PolicyView(local_policies={
+        NS: LocalPolicies(namespace_anti_affinity_group="g")}))
+    assert key(f"{NS}/0x00000000_0xffffffff", frozenset(), grouped) is None
+    assert key("public/other/0x00000000_0xffffffff", frozenset(), grouped) is not None
+    isolated = LoadManagerContext(conf=conf(), policies=PolicyView(ClusterPolicies(isolation={
+        "p": NamespaceIsolationPolicy(namespaces=["public/other"], primary=["host-1"])})))
+    assert key(f"{NS}/0x00000000_0xffffffff", frozenset(), isolated) is None
