@@ -38,6 +38,7 @@ Choices where the emulator differs (each named, none changes a decision):
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -169,6 +170,7 @@ class ExtensibleLoadManagerWrapper:
         self.split_scheduler: SplitScheduler | None = None
         self._lookup_data: dict[str, BrokerLookupData] = {}
         self._lookup_changes = 0
+        self._lookup_loads: dict[str, asyncio.Future[None]] = {}   # reads in flight, by broker
         # a decision's available brokers (read only), made again when the registry or lookup data change
         self._available: tuple[tuple[frozenset[str], int] | None, dict[str, BrokerLookupData]] = (None, {})
         self._policies = PolicyView()
@@ -303,15 +305,26 @@ class ExtensibleLoadManagerWrapper:
             self._lookup_changes += 1
 
     async def _refresh_lookup_data(self) -> None:
-        """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once."""
+        """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once.
+        A read in flight is shared by every caller that misses the same broker meanwhile (the
+        cache's loading future, as Caffeine's AsyncLoadingCache dedupes loads): a restart storm's
+        concurrent lookups on a broker would otherwise each read every new broker's node."""
         b = self.broker
         for broker in sorted(b.available_brokers):
             if broker in self._lookup_data:
                 continue
+            loading = self._lookup_loads.get(broker)
+            if loading is not None:
+                await asyncio.shield(loading)
+                continue
+            loading = self._lookup_loads[broker] = asyncio.get_running_loop().create_future()
             try:
                 node = await b.md.get(paths.broker_path(broker))
             except MetadataStoreError:
                 continue
+            finally:
+                del self._lookup_loads[broker]
+                loading.set_result(None)
             if node is not None:
                 self._lookup_data[broker] = msgspec.json.decode(node.data, type=BrokerLookupData)
                 self._lookup_changes += 1

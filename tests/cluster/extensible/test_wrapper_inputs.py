@@ -115,3 +115,41 @@ def test_no_filter_cache_where_the_answer_depends_on_the_bundle():
     isolated = LoadManagerContext(conf=conf(), policies=PolicyView(ClusterPolicies(isolation={
         "p": NamespaceIsolationPolicy(namespaces=["public/other"], primary=["host-1"])})))
     assert key(f"{NS}/0x00000000_0xffffffff", frozenset(), isolated) is None
+
+
+@pytest.mark.asyncio
+async def test_concurrent_misses_of_a_broker_lookup_data_share_one_read():
+    """The lookup-data cache loads a missing broker's node once however many selections miss it
+    meanwhile (a restart storm's lookups), and every one of them sees the loaded value."""
+    import anyio
+
+    from emulator.cluster import paths
+
+    async with emulated_cluster(3, seed=7, conf=conf(), namespaces={NS: 4}) as cluster:
+        broker = cluster.brokers[cluster.live_brokers()[0]]
+        m = broker.load_manager
+        assert isinstance(m, ExtensibleLoadManagerWrapper)
+        await m._context()
+        assert m._lookup_data.keys() >= broker.available_brokers and len(broker.available_brokers) == 3
+        missing = sorted(broker.available_brokers)[1:]
+        saved = {x: m._lookup_data.pop(x) for x in missing}
+        reads: list[str] = []
+        real_get = broker.md.get
+
+        async def get(path, *args, **kwargs):
+            reads.append(path)
+            return await real_get(path, *args, **kwargs)
+
+        broker.md.get = get
+        seen: list[bool] = []
+
+        async def select_context() -> None:
+            await m._context()
+            seen.append(all(m._lookup_data.get(x) == saved[x] for x in missing))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(select_context)
+        assert sorted(p for p in reads if p.startswith(paths.BROKERS)) == sorted(
+            paths.broker_path(x) for x in missing)
+        assert seen == [True] * 5 and m._lookup_loads == {}
