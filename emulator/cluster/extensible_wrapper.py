@@ -450,7 +450,7 @@ class ExtensibleLoadManagerWrapper:
             conf=b.conf, broker_load_data=self.broker_store.items(),
             top_bundles_load_data=self.top_store.items(), available_brokers=available, owners=owners,
             splitting=splitting, policies=self._policies, filter_pipeline=DEFAULT_PIPELINE,
-            now_ms=self._now_ms())
+            now_ms=self._now_ms(), broker_load_data_frozen=True)
 
     # ================================================================== selection and lookups
 
