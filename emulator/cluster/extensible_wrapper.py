@@ -38,7 +38,9 @@ Choices where the emulator differs (each named, none changes a decision):
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -59,6 +61,7 @@ from emulator.model.extensible.decisions import (
     UnloadReason,
 )
 from emulator.model.extensible.filters import DEFAULT_PIPELINE, BrokerFilterException
+from emulator.model.filters import namespace_of_bundle
 from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
 from emulator.model.extensible.split_strategy import DefaultNamespaceBundleSplitStrategy
 from emulator.model.loaddata import NamespaceBundleStats
@@ -106,6 +109,30 @@ LEAST_RESOURCE_USAGE_WITH_WEIGHT = (
 TRANSFER_SHEDDER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
 
 
+class _TopicsOnDemand(Mapping[str, Any]):
+    """bundle -> `broker._topic_stats` of each active owned bundle, computed on access."""
+
+    def __init__(self, broker: "Broker") -> None:
+        self._broker = broker
+
+    def __getitem__(self, bundle: str) -> Any:
+        o = self._broker.owned.get(bundle)
+        if o is None or not o.active or o.actor is None:
+            raise KeyError(bundle)
+        return self._broker._topic_stats(o.actor)
+
+    def __iter__(self) -> Iterator[str]:
+        return (bundle for bundle, o in self._broker.owned.items() if o.active and o.actor is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """`_filter_key`s: the same objects (registry, store, policies), equal values (the rest)."""
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3:] == b[3:]
+
+
 class ExtensibleLoadManagerWrapper:
     """One broker's ExtensibleLoadManagerImpl (see the module docstring)."""
 
@@ -143,10 +170,14 @@ class ExtensibleLoadManagerWrapper:
         self.split_scheduler: SplitScheduler | None = None
         self._lookup_data: dict[str, BrokerLookupData] = {}
         self._lookup_changes = 0
+        self._lookup_loads: dict[str, asyncio.Future[None]] = {}   # reads in flight, by broker
         # a decision's available brokers (read only), made again when the registry or lookup data change
         self._available: tuple[tuple[frozenset[str], int] | None, dict[str, BrokerLookupData]] = (None, {})
         self._policies = PolicyView()
         self._last_selection: tuple[int, bool] = (0, False)   # candidates, fallback of the last select
+        # the filter pipeline's last answer and what it depended on (`_filter_key`): a restart storm
+        # selects tens of thousands of times between two load-data updates
+        self._filtered: tuple[tuple[Any, ...], dict[str, BrokerLookupData]] | None = None
         self._unload_snapshot: CounterSnapshot[UnloadCounter] = CounterSnapshot()
         self._split_snapshot: CounterSnapshot[SplitCounter] = CounterSnapshot()
 
@@ -274,15 +305,26 @@ class ExtensibleLoadManagerWrapper:
             self._lookup_changes += 1
 
     async def _refresh_lookup_data(self) -> None:
-        """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once."""
+        """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once.
+        A read in flight is shared by every caller that misses the same broker meanwhile (the
+        cache's loading future, as Caffeine's AsyncLoadingCache dedupes loads): a restart storm's
+        concurrent lookups on a broker would otherwise each read every new broker's node."""
         b = self.broker
         for broker in sorted(b.available_brokers):
             if broker in self._lookup_data:
                 continue
+            loading = self._lookup_loads.get(broker)
+            if loading is not None:
+                await asyncio.shield(loading)
+                continue
+            loading = self._lookup_loads[broker] = asyncio.get_running_loop().create_future()
             try:
                 node = await b.md.get(paths.broker_path(broker))
             except MetadataStoreError:
                 continue
+            finally:
+                del self._lookup_loads[broker]
+                loading.set_result(None)
             if node is not None:
                 self._lookup_data[broker] = msgspec.json.decode(node.data, type=BrokerLookupData)
                 self._lookup_changes += 1
@@ -372,10 +414,11 @@ class ExtensibleLoadManagerWrapper:
         b = self.broker
         return {ns: len(nb.names) for ns, nb in b._ns_bundles.items()}
 
-    def _split_topics(self) -> dict[str, Any]:
-        b = self.broker
-        return {bundle: b._topic_stats(o.actor) for bundle, o in b.owned.items()
-                if o.active and o.actor is not None}
+    def _split_topics(self) -> Mapping[str, Any]:
+        """Each owned bundle's topics with their stats, made when the split strategy asks for a
+        bundle (only for the one it splits: a run sees every bundle of the broker, once a minute),
+        within the same instant (the strategy runs without awaiting)."""
+        return _TopicsOnDemand(self.broker)
 
     async def _split_context(self) -> LoadManagerContext:
         """The split run's context, after loading the bundle ranges of every namespace this broker
@@ -407,7 +450,7 @@ class ExtensibleLoadManagerWrapper:
             conf=b.conf, broker_load_data=self.broker_store.items(),
             top_bundles_load_data=self.top_store.items(), available_brokers=available, owners=owners,
             splitting=splitting, policies=self._policies, filter_pipeline=DEFAULT_PIPELINE,
-            now_ms=self._now_ms())
+            now_ms=self._now_ms(), broker_load_data_frozen=True)
 
     # ================================================================== selection and lookups
 
@@ -415,19 +458,40 @@ class ExtensibleLoadManagerWrapper:
         """selectAsync(bundle, excluded): the registry minus `excluded`, every filter (a filter that
         fails is logged and the candidates so far are kept), then the strategy."""
         context = await self._context()
-        candidates = {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}
-        for f in DEFAULT_PIPELINE:
-            try:
-                candidates = f(candidates, bundle, context)
-            except BrokerFilterException as e:
-                self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
-                                      error=str(e))
+        key = self._filter_key(bundle, excluded, context)
+        cached = self._filtered
+        if key is not None and cached is not None and _same_key(cached[0], key):
+            candidates = cached[1]
+        else:
+            candidates = {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}
+            failed = False
+            for f in DEFAULT_PIPELINE:
+                try:
+                    candidates = f(candidates, bundle, context)
+                except BrokerFilterException as e:
+                    failed = True
+                    self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
+                                          error=str(e))
+            self._filtered = (key, candidates) if key is not None and not failed else None
         if not candidates:
             self._last_selection = (0, False)
             return None
         selected: str | None = self.strategy.select(set(candidates), bundle, context)
         self._last_selection = (len(candidates), bool(getattr(self.strategy, "last_fallback", False)))
         return selected
+
+    @staticmethod
+    def _filter_key(bundle: str, excluded: frozenset[str], context: LoadManagerContext) -> tuple[Any, ...] | None:
+        """What the filter pipeline's answer depends on when the bundle's namespace has neither an
+        isolation policy (none in the cluster) nor an anti-affinity group: the registry's lookup
+        data, the load-data store (topic counts), the policies and three configuration keys, each
+        object the same until it changes (`_context`); None when the answer depends on the bundle."""
+        policies = context.policies
+        if policies.isolation_policies or policies.anti_affinity_group(namespace_of_bundle(bundle)) is not None:
+            return None
+        conf = context.conf
+        return (context.available_brokers, context.broker_load_data, policies, excluded,
+                conf.load_manager_class_name, conf.load_balancer_broker_max_topics, conf.prefer_later_versions)
 
     # ================================================================== decisions as events
 

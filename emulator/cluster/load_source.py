@@ -134,46 +134,47 @@ class FlatLoad:
         self.cpu_percent_per_kmsg = cpu_percent_per_kmsg
         self.topic_rates = dict(topic_rates or {})
         self.broker_cores = dict(broker_cores or {})
-        # broker -> bundle -> (its TopicTable, the table's version, the sums made from it)
-        self._sums_cache: dict[
-            str, dict[str, tuple[Mapping[str, TopicLoad], int, tuple[float, float, int, int, int]]]] = {}
+        # broker -> bundle -> (its TopicTable, the table's version, the stats made from it)
+        self._stats_cache: dict[
+            str, dict[str, tuple[Mapping[str, TopicLoad], int, NamespaceBundleStats]]] = {}
 
     def bundle_stats(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]
     ) -> dict[str, NamespaceBundleStats]:
-        """Flat traffic does not change with time, so a bundle's sums are kept for as long as its
+        """Flat traffic does not change with time, so a bundle's stats are kept for as long as its
         TopicTable (same object, same version) is unchanged: report ticks of a large steady
-        cluster then skip the walk over the topics. The stats objects are new on every call
-        (frozen; wrappers such as a day curve make scaled copies). A FlatLoad's parameters are fixed
-        once it is made."""
+        cluster then skip the walk over the topics and hand out the same (frozen) stats object
+        again. A FlatLoad's parameters are fixed once it is made."""
         out: dict[str, NamespaceBundleStats] = {}
-        cache = self._sums_cache.get(broker_id)
+        cache = self._stats_cache.get(broker_id)
         if cache is None:
-            cache = self._sums_cache[broker_id] = {}
-        msg_size = self.msg_size
+            cache = self._stats_cache[broker_id] = {}
         for bundle, topics in bundles.items():
             version = getattr(topics, "version", None)
             hit = cache.get(bundle) if version is not None else None
             if hit is not None and hit[0] is topics and hit[1] == version:
-                sums = hit[2]
-            else:
-                sums = self._sums_of(topics)
-                if version is not None:
-                    cache[bundle] = (topics, version, sums)
-            rate_in, rate_out, producers, consumers, n = sums
-            out[bundle] = NamespaceBundleStats(
-                msg_rate_in=rate_in,
-                msg_rate_out=rate_out,
-                msg_throughput_in=rate_in * msg_size,
-                msg_throughput_out=rate_out * msg_size,
-                consumer_count=consumers,
-                producer_count=producers,
-                topics=n,
-            )
+                out[bundle] = hit[2]
+                continue
+            stats = out[bundle] = self._stats_of(topics)
+            if version is not None:
+                cache[bundle] = (topics, version, stats)
         if len(cache) > 2 * len(bundles) + 1024:  # forget bundles this broker no longer owns
             for bundle in [b for b in cache if b not in bundles]:
                 del cache[bundle]
         return out
+
+    def _stats_of(self, topics: Mapping[str, TopicLoad]) -> NamespaceBundleStats:
+        rate_in, rate_out, producers, consumers, n = self._sums_of(topics)
+        msg_size = self.msg_size
+        return NamespaceBundleStats(
+            msg_rate_in=rate_in,
+            msg_rate_out=rate_out,
+            msg_throughput_in=rate_in * msg_size,
+            msg_throughput_out=rate_out * msg_size,
+            consumer_count=consumers,
+            producer_count=producers,
+            topics=n,
+        )
 
     def _sums_of(self, topics: Mapping[str, TopicLoad]) -> tuple[float, float, int, int, int]:
         rate_in = rate_out = 0.0

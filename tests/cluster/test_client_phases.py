@@ -81,3 +81,38 @@ async def test_a_handle_closed_during_its_lookup_stays_closed():
         await anyio.sleep(5)
         assert answered and h.phase is Phase.CLOSED and h.state == "closed"
         assert client.connected_count() == 0
+
+
+@pytest.mark.asyncio
+async def test_closing_a_connection_disconnects_exactly_the_handles_attached_there_in_id_order():
+    """`close_connection` reads the client's index of attached handles per broker, not every handle:
+    the ones attached there reconnect (in handle-id order, as the walk over `handles` had it); a
+    handle that moved away, one closed, and those on other brokers stay as they are."""
+    async with emulated_cluster(3, seed=11, namespaces={NS: 8}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=60)
+        by_broker: dict[str, list[int]] = {}
+        for h in client.handles.values():
+            by_broker.setdefault(h.broker_id, []).append(h.id)
+        broker = max(by_broker, key=lambda b: len(by_broker[b]))
+        assert len(by_broker[broker]) >= 3
+        moved = client.handles[by_broker[broker][0]]
+        bundle = (await cluster.namespace_bundles(NS)).find_bundle(moved.topic)
+        await cluster.unload_bundle(bundle)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=60)
+        closed = next(h for h in client.handles.values() if h.broker_id == broker and h is not moved)
+        await client.close_handle(closed.id)
+        expected = [h.id for h in client.handles.values()
+                    if h.phase is Phase.ATTACHED and h.broker_id == broker]
+        others = {h.id: h.broker_id for h in client.handles.values()
+                  if h.phase is Phase.ATTACHED and h.broker_id != broker}
+        assert expected and others
+        seen: list[int] = []
+        cluster.events.subscribe(lambda e: isinstance(e, HandleDisconnected) and seen.append(e.handle))
+        client.close_connection(broker, reason="test")
+        assert seen == expected
+        assert closed.phase is Phase.CLOSED
+        assert {h.id: h.broker_id for h in client.handles.values() if h.phase is Phase.ATTACHED} == others
+        client.close_connection(broker, reason="again")   # nothing attached there any more
+        assert seen == expected

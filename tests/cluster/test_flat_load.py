@@ -1,4 +1,4 @@
-"""FlatLoad: sums per bundle kept while the bundle's topic table is unchanged, fresh stats each call."""
+"""FlatLoad: stats per bundle kept while the bundle's topic table is unchanged."""
 
 from __future__ import annotations
 
@@ -42,13 +42,18 @@ def test_sums_are_kept_until_the_table_changes_and_match_a_fresh_computation(mon
     assert stats_of(load, plain) == first and stats_of(load, plain) == first and len(walks) == 5
 
 
-def test_stats_are_new_frozen_objects_so_a_wrapper_scales_copies():
+def test_an_unchanged_table_gets_the_same_frozen_stats_object_back():
+    """Frozen, so one object serves every report tick while the table is unchanged (a day-curve
+    wrapper makes scaled copies); a changed table gets a new one."""
     load = FlatLoad(rate=10.0)
     t = table(a=1)
     s = stats_of(load, t)
     with pytest.raises(AttributeError):
-        s.msg_rate_in *= 0.5                           # frozen: a day-curve wrapper makes scaled copies
-    assert stats_of(load, t) == s and stats_of(load, t) is not s
+        s.msg_rate_in *= 0.5
+    assert stats_of(load, t) is s
+    t["b"] = TopicLoad(producers=1)
+    t.version += 1
+    assert stats_of(load, t) is not s and stats_of(load, t).topics == 2
 
 
 def test_brokers_sharing_one_load_source_keep_their_own_entries(monkeypatch):

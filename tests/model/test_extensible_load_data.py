@@ -224,3 +224,19 @@ def test_split_and_assign_counters() -> None:
     a.increment_skip()
     a.increment_empty()
     assert (a.success, a.skip, a.empty) == (1, 2, 1)
+
+
+def test_each_bundle_is_kept_or_left_out_by_its_own_namespace() -> None:
+    """The exclusions are decided once per namespace within a report: bundles of an excluded, a
+    system and a kept namespace interleaved keep exactly the kept namespace's."""
+    conf = CONF.with_overrides({"loadBalancerSheddingExcludedNamespaces": "my-tenant/my-namespace2"}, source="t")
+    stats = {}
+    for i in range(4):
+        lo, hi = f"0x{i:08x}", f"0x{i + 1:08x}"
+        stats[f"my-tenant/my-namespace2/{lo}_{hi}"] = NamespaceBundleStats(msg_rate_in=900)
+        stats[f"pulsar/system/{lo}_{hi}"] = NamespaceBundleStats(msg_rate_in=800)
+        stats[f"my-tenant/my-namespace3/{lo}_{hi}"] = NamespaceBundleStats(msg_rate_in=100 * (i + 1))
+    assert names(top_k_bundles(stats, 10, conf)) == [
+        f"my-tenant/my-namespace3/0x{i:08x}_0x{i + 1:08x}" for i in range(4)]
+    anti = PolicyView(local_policies={"my-tenant/my-namespace3": LocalPolicies(namespace_anti_affinity_group="g")})
+    assert names(top_k_bundles(stats, 10, conf, anti)) == []

@@ -105,3 +105,39 @@ def test_registered_by_its_pulsar_class_name_beside_the_modular_one() -> None:
         strategies.create(NAME, random.Random(1))
     with pytest.raises(ValueError, match="unknown broker selection strategy"):
         strategies.create_extensible("LeastLongTermMessageRate", random.Random(1))
+
+
+class CountingStore(dict):
+    """A store that counts reads of its values."""
+
+    reads = 0
+
+    def __getitem__(self, key):
+        CountingStore.reads += 1
+        return super().__getitem__(key)
+
+
+def test_a_frozen_store_is_scored_once_and_the_picks_stay_those_of_a_fresh_computation() -> None:
+    load = CountingStore(store(**{"1": 10, "2": 10, "3": 60, "4": 12}))
+    cands = {"1", "2", "3", "4"}
+    frozen = LoadManagerContext(conf=CONF, broker_load_data=load, broker_load_data_frozen=True)
+    cached, fresh = LeastResourceUsageWithWeight(random.Random(5)), LeastResourceUsageWithWeight(random.Random(5))
+    CountingStore.reads = 0
+    picks = [cached.select(set(cands), BUNDLE, frozen) for _ in range(30)]
+    assert CountingStore.reads == 4                      # scored once for 30 selections
+    assert picks == [select(fresh, set(cands), load) for _ in range(30)]
+    assert set(picks) == {"1", "2", "4"} and cached.last_scores == fresh.last_scores
+    # another store object (the next copy), or other candidates, are scored again
+    other = CountingStore(store(**{"1": 60, "2": 60, "3": 10, "4": 60}))
+    assert cached.select(set(cands), BUNDLE, LoadManagerContext(
+        conf=CONF, broker_load_data=other, broker_load_data_frozen=True)) == "3"
+    CountingStore.reads = 0
+    assert cached.select({"1", "3"}, BUNDLE, frozen) == "1" and CountingStore.reads == 2
+
+
+def test_a_store_edited_in_place_is_scored_at_every_call_without_the_frozen_flag() -> None:
+    load = store(**{"1": 10, "2": 30})
+    s = LeastResourceUsageWithWeight(random.Random(1))
+    assert select(s, {"1", "2"}, load) == "1"
+    load["1"] = update(BrokerLoadData(), 90)
+    assert select(s, {"1", "2"}, load) == "2"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from emulator.runtime import Actor
@@ -33,6 +34,7 @@ class LoadDataStore(Generic[V]):
         self.topic = topic
         self.owner = owner
         self.view: TableView[V] | None = None
+        self._items: tuple[TableView[V] | None, int, Mapping[str, V]] = (None, -1, MappingProxyType({}))
 
     async def start_table_view(self) -> None:
         """`startTableView`: a new view, which on a non-persistent topic starts empty."""
@@ -65,5 +67,16 @@ class LoadDataStore(Generic[V]):
         return self.view.get(key)
 
     def items(self) -> Mapping[str, V]:
-        """A copy of the view's entries in its order (`entrySet()`), {} without a view."""
-        return dict(self.view.data) if self.view is not None else {}
+        """A read-only copy of the view's entries in its order (`entrySet()`), {} without a view.
+        The same object while the view is unchanged (a decision context per lookup reads it), so a
+        reader may key a cache on its identity."""
+        view = self.view
+        if view is None:
+            return {}
+        if view.tag is not None:   # reads a shared copy: no version of its own
+            return MappingProxyType(dict(view.data))
+        cached_view, version, items = self._items
+        if cached_view is not view or version != view.version:
+            items = MappingProxyType(dict(view.data))
+            self._items = (view, view.version, items)
+        return items

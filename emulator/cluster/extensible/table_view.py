@@ -97,6 +97,8 @@ class TableView(Generic[V]):
         whose key it watches, are delivered to it one by one."""
         self.names = names
         self._data: dict[str, V] = {}
+        self.version = 0
+        """(Untagged) counts the changes of `data` (and closes): equal versions, equal data."""
         self._private: dict[str, tuple[int, Any]] = {}
         """(Tagged) key -> (offset of the entry applied here, or -1; the value or _ABSENT), for keys
         with an entry delivered here that the shared copy has not applied yet or this view has not."""
@@ -211,6 +213,7 @@ class TableView(Generic[V]):
         self.started = False
         self._queue.clear()
         self._data = {}
+        self.version += 1
         self._private.clear()
         self._pending.clear()
         self.applied_offset = -1
@@ -312,6 +315,7 @@ class TableView(Generic[V]):
                     self._data.pop(key, None)
                 else:
                     self._data[key] = value
+                self.version += 1
                 if self.on_change is not None:
                     self.on_change(key, value)
             if notify:

@@ -45,6 +45,9 @@ class LoadManagerContext(msgspec.Struct, frozen=True, kw_only=True):
     - `filter_pipeline`: the broker filters TransferShedder runs to check that a bundle can move
       (`filters.DEFAULT_PIPELINE` on a broker; empty by default, like Pulsar's test constructor).
     - `now_ms`: the decision's clock reading, in ms.
+    - `broker_load_data_frozen`: True when `broker_load_data` is never changed once handed out
+      (neither the mapping nor its values; the load-data store hands out one copy per change), so
+      a strategy may key a cache on its identity; False (Pulsar's tests edit the values in place).
     """
 
     conf: ServiceConfig
@@ -56,6 +59,7 @@ class LoadManagerContext(msgspec.Struct, frozen=True, kw_only=True):
     policies: PolicyView = msgspec.field(default_factory=PolicyView)
     filter_pipeline: tuple[Callable[..., Any], ...] = ()
     now_ms: int = 0
+    broker_load_data_frozen: bool = False
 
     def is_owner(self, bundle: str, broker: str) -> bool:
         """`ServiceUnitStateChannel.isOwner(bundle, broker)`: the bundle is Owned by `broker`."""

@@ -56,15 +56,17 @@ def top_k_bundles(
     with_policies = conf.load_balancer_shedding_bundles_with_policies_enabled
     excluded = set(conf.load_balancer_shedding_excluded_namespaces)
     arr: list[tuple[str, NamespaceBundleStats]] = []
+    reportable: dict[str, bool] = {}   # per namespace: every test above is the namespace's
     for bundle, stats in bundle_stats.items():
         namespace = namespace_of_bundle(bundle)
-        if is_system_service_namespace(namespace):
-            continue
-        if not with_policies and has_policies(bundle, policies):
-            continue
-        if namespace in excluded:
-            continue
-        arr.append((bundle, stats))
+        keep = reportable.get(namespace)
+        if keep is None:
+            keep = reportable[namespace] = not (
+                is_system_service_namespace(namespace)
+                or (not with_policies and has_policies(bundle, policies))
+                or namespace in excluded)
+        if keep:
+            arr.append((bundle, stats))
     if not arr:
         return TopBundlesLoadData()
     k = min(k, len(arr))
