@@ -24,12 +24,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .actor import Actor
+from typing import Any, Protocol
 
 __all__ = ["Wakeup"]
+
+
+class _Guarded(Protocol):
+    """What a wake-up needs of its actor (`Actor._call_guarded`); a protocol, so that this module does
+    not import `actor`, which imports it (the runtime package has no import cycles)."""
+
+    def _call_guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any: ...
 
 
 class Wakeup:
@@ -39,7 +43,7 @@ class Wakeup:
 
     __slots__ = ("_actor", "_fn", "_handle", "_loop", "_context", "_hop", "_ready")
 
-    def __init__(self, actor: Actor, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, actor: _Guarded, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
         self._actor = actor
         self._fn = fn
         self._loop = loop
