@@ -705,20 +705,24 @@ def need_broker_data_update(
             last.max_resource_usage_with_weight(*weights)
             - current.max_resource_usage_with_weight(*weights)
         ),
-        _java_max(
-            percent_change(
-                last.msg_rate_in + last.msg_rate_out, current.msg_rate_in + current.msg_rate_out
-            ),
-            _java_max(
-                percent_change(
-                    last.msg_throughput_in + last.msg_throughput_out,
-                    current.msg_throughput_in + current.msg_throughput_out,
-                ),
-                percent_change(last.num_bundles, current.num_bundles),
-            ),
-        ),
+        _traffic_change(last, current),
     )
     return max_change > conf.load_balancer_report_update_threshold_percentage
+
+
+def _traffic_change(last: LocalBrokerData, current: LocalBrokerData) -> float:
+    """needBrokerDataUpdate's percent changes of message rate, throughput and bundle count, maxed in
+    its order."""
+    return _java_max(
+        percent_change(last.msg_rate_in + last.msg_rate_out, current.msg_rate_in + current.msg_rate_out),
+        _java_max(
+            percent_change(
+                last.msg_throughput_in + last.msg_throughput_out,
+                current.msg_throughput_in + current.msg_throughput_out,
+            ),
+            percent_change(last.num_bundles, current.num_bundles),
+        ),
+    )
 
 
 class BrokerDataUpdateCheck:
@@ -760,18 +764,7 @@ class BrokerDataUpdateCheck:
             self._last_usage = last.max_resource_usage_with_weight(*weights)
             self._others = (cpu.percent_usage() * cpu_w, b_in.percent_usage() * in_w,
                             b_out.percent_usage() * out_w)
-            self._rates = _java_max(
-                percent_change(
-                    last.msg_rate_in + last.msg_rate_out, current.msg_rate_in + current.msg_rate_out
-                ),
-                _java_max(
-                    percent_change(
-                        last.msg_throughput_in + last.msg_throughput_out,
-                        current.msg_throughput_in + current.msg_throughput_out,
-                    ),
-                    percent_change(last.num_bundles, current.num_bundles),
-                ),
-            )
+            self._rates = _traffic_change(last, current)
         # max_resource_usage_with_weight's max, in its order (cpu, direct, in, out)
         v_cpu, v_in, v_out = self._others
         m = -math.inf
