@@ -15,7 +15,7 @@ from typing import Any
 from emulator.model.loaddata import LocalBrokerData, NamespaceBundleStats
 
 from .broker_base import BrokerBase
-from .ownership import OwnedBundle
+from .ownership import OwnedBundles
 from .stats_window import BrokerWindows
 
 __all__ = ["BrokerLoadData"]
@@ -24,12 +24,12 @@ __all__ = ["BrokerLoadData"]
 class BrokerLoadData(BrokerBase):
     """Keeps `local_data` current from the stats windows (see the module docstring)."""
 
-    owned: dict[str, OwnedBundle]
+    owned: OwnedBundles
     local_data: LocalBrokerData
     # stats periods and host-usage samples (stats_window.py); None = instant stats
     windows: BrokerWindows | None
     _windows_seen: tuple[int, int]
-    _tables_epoch: int | None   # the ownership epoch of the last `track` (None: take the tables)
+    _tables_epoch: int | None   # the ownership epoch of the last `track` (None: none yet)
 
     def _start_windows(self) -> None:
         """BrokerService.startStatsUpdater and the LinuxBrokerHostUsageImpl constructor: one stats update
@@ -82,8 +82,8 @@ class BrokerLoadData(BrokerBase):
             return w.current_totals
         # the tables as at the last track (the ownership epoch) and the same closed form: no walk
         # over the bundles (OwnedBundles, BrokerWindows.unchanged)
-        epoch = getattr(self.owned, "epoch", None)
-        if epoch is not None and epoch == self._tables_epoch and w.unchanged(now):
+        epoch = self.owned.epoch
+        if epoch == self._tables_epoch and w.unchanged(now):
             return w.advance(now)
         topics = {b: o.actor.topics for b, o in self.owned.items() if o.active and o.actor}
         totals = w.track(now, topics)

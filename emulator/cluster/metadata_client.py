@@ -30,7 +30,6 @@ from emulator.cluster.metadata_messages import (
     Get,
     GetChildren,
     GetResult,
-    Heartbeat,
     LockBusy,
     MetadataStoreError,
     NodeExists,
@@ -41,7 +40,7 @@ from emulator.cluster.metadata_messages import (
     Stat,
     Watch,
 )
-from emulator.cluster.metadata_store import DEFAULT_SESSION_TIMEOUT, DEFAULT_STORE_NAME
+from emulator.cluster.metadata_store import DEFAULT_SESSION_TIMEOUT, DEFAULT_STORE_NAME, MetadataStore
 from emulator.runtime import Actor, ActorDead, AskTimeout
 from emulator.runtime.wakeup import Wakeup
 
@@ -124,22 +123,15 @@ class MetadataClient:
         sleeps started before), the rest are plain callbacks at the same instants and in the same
         order; a dead owner's wake-up is cancelled, so its heartbeats stop with it. A beat is
         recorded in the store directly (`MetadataStore.heartbeat` says why that is the effect a
-        told Heartbeat had); a store without that method is told."""
+        told Heartbeat had)."""
         wakeup: Wakeup | None = None
 
         def beat() -> None:
             if self.session_id != session_id:
                 return
             store = self.owner.system.get(self.store_name)
-            if store is not None:   # else: store restarting or gone: the session will expire there
-                record = getattr(store, "heartbeat", None)
-                if record is not None:
-                    record(session_id)   # MetadataStore.heartbeat: the tell's effect, without its round
-                else:
-                    try:
-                        store.tell(Heartbeat(session_id))
-                    except ActorDead:
-                        pass
+            if isinstance(store, MetadataStore):   # else: restarting or gone; the session expires there
+                store.heartbeat(session_id)   # the effect a told Heartbeat had, without its mailbox round
             assert wakeup is not None
             wakeup.after(interval)
 

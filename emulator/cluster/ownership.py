@@ -134,7 +134,7 @@ class OwnedBundles(dict[str, OwnedBundle]):
 class OwnershipCache(NamespaceBundleFactory):
     """This broker's ownership entries and locks (see the module docstring)."""
 
-    owned: dict[str, OwnedBundle]
+    owned: OwnedBundles
     splitting: set[str]   # parents between their children's locks and their release
     _self_owner_info: bytes
 

@@ -215,8 +215,8 @@ class ResourceModel:
         self._capacity[broker_id] = new
         return new
 
-    def _noise_multipliers(self, broker_id: str) -> tuple[float, float, float]:
-        k = self.constants
+    def _draws(self, broker_id: str) -> list[float]:
+        """The broker's normal deviates not used yet, popped three per report (refilled by blocks)."""
         drawn = self._drawn.get(broker_id)
         if not drawn:
             gen = self._noise.get(broker_id)
@@ -224,6 +224,11 @@ class ResourceModel:
                 gen = self._noise[broker_id] = np.random.default_rng(
                     derive_seed(self.seed, f"resources/{broker_id}"))
             drawn = self._drawn[broker_id] = gen.standard_normal(3 * _NOISE_BLOCK).tolist()[::-1]
+        return drawn
+
+    def _noise_multipliers(self, broker_id: str) -> tuple[float, float, float]:
+        k = self.constants
+        drawn = self._draws(broker_id)
         z0, z1, z2 = drawn.pop(), drawn.pop(), drawn.pop()
         return (max(0.0, 1.0 + k.noise_cpu * z0),
                 max(0.0, 1.0 + k.noise_memory * z1),
@@ -243,13 +248,10 @@ class ResourceModel:
         k = self.constants
         capacity = self._capacity.get(broker_id, self.default)
         # _noise_multipliers' three draws, its memory multiplier alone
-        drawn = self._drawn.get(broker_id)
-        if not drawn:
-            mem_noise = self._noise_multipliers(broker_id)[1]
-        else:
-            drawn.pop()
-            mem_noise = max(0.0, 1.0 + k.noise_memory * drawn.pop())
-            drawn.pop()
+        drawn = self._draws(broker_id)
+        drawn.pop()
+        mem_noise = max(0.0, 1.0 + k.noise_memory * drawn.pop())
+        drawn.pop()
         # BrokerTraffic.from_stats of one entry: each sum starts from 0.0 / 0, as there
         moved_mib = ((0.0 + totals.msg_throughput_in) + (0.0 + totals.msg_throughput_out)) / MIB
         sessions = (0 + totals.producer_count) + (0 + totals.consumer_count)

@@ -299,7 +299,8 @@ def _expiries(told: bool) -> list[tuple[str, float, list[tuple[float, str]]]]:
     async def main() -> list[tuple[str, float, list[tuple[float, str]]]]:
         async with running() as (system, store):
             if told:
-                store.heartbeat = None   # type: ignore[method-assign,assignment]  # clients tell
+                # the reference: each beat told to the store as a Heartbeat message, as before
+                store.heartbeat = lambda sid: store.tell(Heartbeat(sid))   # type: ignore[method-assign]
             watcher = system.spawn(Probe("watcher", system))
             await store.ask(Watch("/", watcher.name))
             order: list[tuple[float, str]] = []
