@@ -29,9 +29,9 @@ from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from emulator.model.extensible.context import LoadManagerContext
-    from emulator.model.extensible.counters import UnloadCounter
-    from emulator.model.extensible.decisions import UnloadDecision
+    from emulator.loadmanagers.extensible.model.context import LoadManagerContext
+    from emulator.loadmanagers.extensible.model.counters import UnloadCounter
+    from emulator.loadmanagers.extensible.model.decisions import UnloadDecision
 
 __all__ = ["NamespaceUnloadStrategy"]
 

@@ -48,16 +48,16 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.context import LoadManagerContext
-from emulator.model.extensible.counters import UnloadCounter
-from emulator.model.extensible.decisions import (
+from emulator.loadmanagers.extensible.model.context import LoadManagerContext
+from emulator.loadmanagers.extensible.model.counters import UnloadCounter
+from emulator.loadmanagers.extensible.model.decisions import (
     Unload,
     UnloadDecision,
     UnloadLabel,
     UnloadReason,
 )
-from emulator.model.extensible.filters import BrokerFilterException, apply_filters
-from emulator.model.extensible.load_data import BrokerLoadData, BrokerLookupData
+from emulator.loadmanagers.extensible.model.filters import BrokerFilterException, apply_filters
+from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData, BrokerLookupData
 from emulator.model.filters import namespace_of_bundle
 from emulator.model.loaddata import java_div
 from shedders.base import java_double_key

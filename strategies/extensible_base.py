@@ -9,7 +9,7 @@ assignment, an orphan's re-assignment and a transfer's destination check. Here:
         "org.apache.pulsar.broker.loadbalance.extensions.strategy.LeastResourceUsageWithWeight", rng)
     s.select(candidates: set[str], bundle: str, context: LoadManagerContext) -> str | None
 
-`context` (emulator.model.extensible.context) carries the configuration, the broker load-data store
+`context` (emulator.loadmanagers.extensible.model.context) carries the configuration, the broker load-data store
 and the clock. None is Pulsar's `Optional.empty()` (no candidate). `last_scores` (optional) feeds
 the decision log.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from emulator.model.extensible.context import LoadManagerContext
+    from emulator.loadmanagers.extensible.model.context import LoadManagerContext
 
 __all__ = ["BrokerSelectionStrategy"]
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from strategies.base import choose
 
 if TYPE_CHECKING:
-    from emulator.model.extensible.context import LoadManagerContext
+    from emulator.loadmanagers.extensible.model.context import LoadManagerContext
 
 __all__ = ["LeastResourceUsageWithWeight"]
 

@@ -40,7 +40,6 @@ from emulator.model.loaddata import LocalBrokerData, default_advertised_listener
 from emulator.runtime import ActorSystem, Reply, sleep
 
 from . import load_manager as load_managers
-from .extensible.topics import ExtensibleTopics
 from . import paths
 from .broker_base import BrokerStats
 from .decoded import DecodeCache
@@ -57,6 +56,7 @@ from .events import (
 )
 from .latency import Latencies, LatencySampler
 from .leader_election import LeaderBroker, LeaderElection
+from .load_manager import ClusterShared
 from .load_source import LoadSource
 from .local_data import BrokerLoadData
 from .messages import (
@@ -101,7 +101,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         decoded: DecodeCache | None = None,
         latencies: Latencies | None = None,
         cluster_name: str = "cluster",
-        extensible_topics: ExtensibleTopics | None = None,
+        load_manager_shared: dict[str, ClusterShared] | None = None,
     ) -> None:
         super().__init__(broker_id, system)
         # shared with the cluster's other brokers: what they decode, they only read
@@ -126,8 +126,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
                                         lambda: self.conf.max_concurrent_topic_load_request)
         self.md = MetadataClient(self, store_name)
         self.cluster_name = cluster_name
-        # the Extensible load manager's system topics: the cluster's, shared by its brokers
-        self.extensible_topics = extensible_topics if extensible_topics is not None else ExtensibleTopics(system)
+        # what a load manager keeps once per cluster (load_manager.ClusterShared), shared by its brokers
+        self.load_manager_shared = load_manager_shared if load_manager_shared is not None else {}
         # the policies a local decision applies; refreshed only when one is made (_select_locally)
         self.policy_cache = PolicyCache(self.md, cluster_name, conf)
         self.service_url = service_url_of(broker_id)

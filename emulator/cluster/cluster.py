@@ -27,8 +27,8 @@ from .decoded import DecodeCache
 from .dynamic_config import DynamicConfiguration
 from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents
 from .latency import Constant, Latencies
+from .load_manager import ClusterShared
 from .load_source import FlatLoad, LoadSource
-from .extensible.topics import ExtensibleTopics
 from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, WarmStart
 from .metadata_client import MetadataClient
 from .metadata_store import MetadataStore
@@ -90,8 +90,9 @@ class Cluster:
         self.network = Network(latency=settings.network_latency)
         self.latencies = settings.latencies()
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
-        # the Extensible load manager's system topics (made when a broker first runs it)
-        self.extensible_topics = ExtensibleTopics(self.system)
+        # what a load manager keeps once per cluster, shared by its brokers (the Extensible manager's
+        # system topics), keyed by its class name and made when a broker first runs it
+        self.load_manager_shared: dict[str, ClusterShared] = {}
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, PulsarClient] = {}
         self.store = MetadataStore(
@@ -225,7 +226,7 @@ class Cluster:
             placement=self.settings.placement, shedder=self.settings.shedder, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
             decoded=self.decoded, latencies=self.latencies, cluster_name=self.name,
-            extensible_topics=self.extensible_topics,
+            load_manager_shared=self.load_manager_shared,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)
@@ -366,8 +367,8 @@ class Cluster:
         for path, data in self.store.peek_prefix(paths.NAMESPACE + "/"):
             if path.count("/") >= 4:
                 out[path[len(paths.NAMESPACE) + 1:]] = msgspec.json.decode(data)["httpUrl"].split("://")[-1]
-        if self.extensible_topics.in_use:
-            out.update(self.extensible_topics.ownership())
+        for shared in self.load_manager_shared.values():
+            out.update(shared.ownership())
         return out
 
     def _on_actor_failure(self, failure: ActorFailure) -> None:

@@ -22,9 +22,9 @@ does; `resolve_class_name` maps them for the CLI's `--load-manager`.
 Where each load manager lives: Modular: modular_wrapper.py (the broker side: report, local decisions,
 leader hooks) + leader.py (the leader actor) + modular_load_manager.py (the pure core); Noop:
 noop_load_manager.py; Simple: simple_load_manager.py (the broker side) + simple_load_manager_tasks.py
-(its watches and timers) over emulator/model/simple_load_manager/ (the pure logic);
-Extensible: extensible_wrapper.py (the broker side) over emulator/cluster/extensible/ (channel, stores,
-reporters, schedulers) and emulator/model/extensible/ (the pure logic).
+(its watches and timers) over emulator/loadmanagers/simple/model/ (the pure logic);
+Extensible: extensible_wrapper.py (the broker side) over emulator/loadmanagers/extensible/actors/ (channel, stores,
+reporters, schedulers) and emulator/loadmanagers/extensible/model/ (the pure logic).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from . import paths
 from .events import LoadManagerCreateFailed
 from .metadata_client import MetadataStoreError
 
-__all__ = ["EXTENSIBLE", "LOAD_MANAGERS", "LoadManager", "MODULAR", "NOOP", "SIMPLE", "create",
+__all__ = ["ClusterShared", "EXTENSIBLE", "LOAD_MANAGERS", "LoadManager", "MODULAR", "NOOP", "SIMPLE", "create",
            "release_registration", "resolve_class_name"]
 
 MODULAR = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
@@ -123,14 +123,23 @@ class LoadManager(Protocol):
         """The actor running the leader-only work, or None (Modular's LoadManagerLeader)."""
 
 
+class ClusterShared(Protocol):
+    """What a load manager keeps once per cluster and its brokers share (`Cluster.load_manager_shared`,
+    keyed by the manager's class name): the Extensible manager's system topics, which in Pulsar are
+    topics of the cluster, not of one broker."""
+
+    def ownership(self) -> dict[str, str]:
+        """bundle -> owner broker, for the bundles this state says are owned (the observers' view)."""
+
+
 Factory = Callable[[Any, str], LoadManager]
 """(broker, requested class name) -> a load manager for that broker, not started."""
 
 LOAD_MANAGERS: dict[str, str] = {
-    MODULAR: "emulator.cluster.modular_wrapper:ModularLoadManagerWrapper",
-    NOOP: "emulator.cluster.noop_load_manager:NoopLoadManager",
-    SIMPLE: "emulator.cluster.simple_load_manager:SimpleLoadManagerImpl",
-    EXTENSIBLE: "emulator.cluster.extensible_wrapper:ExtensibleLoadManagerWrapper",
+    MODULAR: "emulator.loadmanagers.modular.actors.modular_wrapper:ModularLoadManagerWrapper",
+    NOOP: "emulator.loadmanagers.noop.actors.noop_load_manager:NoopLoadManager",
+    SIMPLE: "emulator.loadmanagers.simple.actors.simple_load_manager:SimpleLoadManagerImpl",
+    EXTENSIBLE: "emulator.loadmanagers.extensible.actors.extensible_wrapper:ExtensibleLoadManagerWrapper",
 }
 """Pulsar's full class name -> 'module:Class' of the emulator's implementation (loaded on first use, so
 that no load manager's module is imported by a cluster that does not run it). The Extensible load

@@ -42,10 +42,10 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 
-from emulator.cluster.extensible.channel_types import ChannelCounters
-from emulator.cluster.extensible.metrics_source import CounterSnapshot, ExtensibleMetricsSource
-from emulator.model.extensible.counters import AssignCounter, SplitCounter, UnloadCounter
-from emulator.model.extensible.load_data import BrokerLoadData
+from emulator.loadmanagers.extensible.actors.channel_types import ChannelCounters
+from emulator.loadmanagers.extensible.actors.metrics_source import CounterSnapshot, ExtensibleMetricsSource
+from emulator.loadmanagers.extensible.model.counters import AssignCounter, SplitCounter, UnloadCounter
+from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData
 
 __all__ = [
     "DOCS",

@@ -58,9 +58,9 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import msgspec
 import numpy as np
 
-from emulator.model.extensible.load_data import BrokerLoadData
+from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData
 from emulator.model.loaddata import LocalBrokerData, TimeAverageBrokerData
-from emulator.model.simple_load_manager.report import LoadReport
+from emulator.loadmanagers.simple.model.report import LoadReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import strategies
-from emulator.cluster.modular_load_manager import ModularLoadManager
+from emulator.loadmanagers.modular.actors.modular_load_manager import ModularLoadManager
 from emulator.model.bundle_columns import BundleColumns
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import (
@@ -336,7 +336,7 @@ def test_only_a_strategy_that_declares_it_skips_making_every_window_current(plac
 
 
 def test_the_built_ins_declare_the_fast_path_and_the_core_imports_none_of_them() -> None:
-    import emulator.cluster.modular_load_manager as core
+    import emulator.loadmanagers.modular.actors.modular_load_manager as core
     import shedders
 
     for name in strategies.names():

@@ -97,7 +97,7 @@ async def test_a_builtin_strategy_that_raises_is_an_emulator_bug_not_a_user_faul
 
 def test_the_cli_exits_3_on_an_actor_failure_with_the_failure_on_top_of_the_summary(monkeypatch, capsys):
     from emulator.cli import main
-    from emulator.cluster.leader import LoadManagerLeader
+    from emulator.loadmanagers.modular.actors.leader import LoadManagerLeader
 
     def broken(self):
         raise RuntimeError("leader bug")

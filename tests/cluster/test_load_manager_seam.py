@@ -11,9 +11,9 @@ from structlog.testing import capture_logs
 from emulator.cluster import load_manager as lm
 from emulator.cluster.events import LoadManagerChanged, LoadManagerCreateFailed
 from emulator.cluster.messages import HandleKind, LookupTopic, LookupType
-from emulator.cluster.extensible_wrapper import ExtensibleLoadManagerWrapper
-from emulator.cluster.modular_wrapper import ModularLoadManagerWrapper
-from emulator.cluster.noop_load_manager import NoopLoadManager
+from emulator.loadmanagers.extensible.actors.extensible_wrapper import ExtensibleLoadManagerWrapper
+from emulator.loadmanagers.modular.actors.modular_wrapper import ModularLoadManagerWrapper
+from emulator.loadmanagers.noop.actors.noop_load_manager import NoopLoadManager
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import LocalBrokerData

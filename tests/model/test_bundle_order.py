@@ -8,7 +8,7 @@ import math
 import random
 
 from emulator.model.loaddata import NamespaceBundleStats
-from emulator.model.simple_load_manager import bundle_order as bo
+from emulator.model import bundle_order as bo
 
 
 def chained(a: NamespaceBundleStats, b: NamespaceBundleStats) -> int:

@@ -16,7 +16,7 @@ from emulator.cluster.events import (
     ExtensibleSplitDecision,
     ExtensibleUnloadDecision,
 )
-from emulator.model.extensible.decisions import SplitLabel, SplitReason, UnloadLabel, UnloadReason
+from emulator.loadmanagers.extensible.model.decisions import SplitLabel, SplitReason, UnloadLabel, UnloadReason
 from emulator.observe import kpis
 from emulator.observe.decision_log import DecisionLog
 from emulator.observe.metrics import ClusterMetrics

@@ -11,12 +11,12 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from emulator.cluster.extensible.channel_types import ChannelCounters, Counters, EventType
+from emulator.loadmanagers.extensible.actors.channel_types import ChannelCounters, Counters, EventType
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.counters import AssignCounter, SplitCounter, UnloadCounter
-from emulator.model.extensible.decisions import SplitLabel, SplitReason, UnloadLabel, UnloadReason
-from emulator.model.extensible.load_data import BrokerLoadData
-from emulator.model.extensible.state import ServiceUnitState
+from emulator.loadmanagers.extensible.model.counters import AssignCounter, SplitCounter, UnloadCounter
+from emulator.loadmanagers.extensible.model.decisions import SplitLabel, SplitReason, UnloadLabel, UnloadReason
+from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData
+from emulator.loadmanagers.extensible.model.state import ServiceUnitState
 from emulator.model.loaddata import ResourceUsage
 from emulator.observe.extensible_metrics import (
     CounterSnapshot,

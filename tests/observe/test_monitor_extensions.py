@@ -10,7 +10,7 @@ import pytest
 
 from emulator.cli import main
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.load_data import BrokerLoadData
+from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData
 from emulator.model.loaddata import ResourceUsage
 from emulator.observe.attach import observe
 from emulator.observe.monitor import (

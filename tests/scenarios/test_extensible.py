@@ -13,7 +13,7 @@ import pytest
 
 from emulator.cluster import load_manager as lm
 from emulator.cluster.events import ExtensibleAssignment
-from emulator.cluster.extensible_wrapper import TRANSFER_SHEDDER, ExtensibleLoadManagerWrapper
+from emulator.loadmanagers.extensible.actors.extensible_wrapper import TRANSFER_SHEDDER, ExtensibleLoadManagerWrapper
 from emulator.model.errors import UsageError
 from emulator.pipeline.options import parse_grid
 from emulator.runtime import VirtualClock

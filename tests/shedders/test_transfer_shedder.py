@@ -17,23 +17,23 @@ import pytest
 
 import shedders
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.context import LoadManagerContext
-from emulator.model.extensible.decisions import (
+from emulator.loadmanagers.extensible.model.context import LoadManagerContext
+from emulator.loadmanagers.extensible.model.decisions import (
     Unload,
     UnloadDecision,
     UnloadLabel,
     UnloadReason,
 )
-from emulator.model.extensible.filters import (
+from emulator.loadmanagers.extensible.model.filters import (
     BrokerFilterException,
     broker_isolation_policies_filter,
 )
-from emulator.model.extensible.load_data import (
+from emulator.loadmanagers.extensible.model.load_data import (
     BrokerLoadData,
     BrokerLookupData,
     TopBundlesLoadData,
 )
-from emulator.model.extensible.top_bundles import top_k_bundles
+from emulator.loadmanagers.extensible.model.top_bundles import top_k_bundles
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
 from emulator.model.policies import (
     AutoFailoverPolicyData,

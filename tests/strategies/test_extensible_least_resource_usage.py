@@ -9,8 +9,8 @@ import pytest
 
 import strategies
 from emulator.model.config import ServiceConfig
-from emulator.model.extensible.context import LoadManagerContext
-from emulator.model.extensible.load_data import BrokerLoadData
+from emulator.loadmanagers.extensible.model.context import LoadManagerContext
+from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData
 from emulator.model.loaddata import ResourceUsage
 from strategies.extensible_least_resource_usage import LeastResourceUsageWithWeight
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from emulator.model.extensible.decisions import SplitLabel, SplitReason, UnloadLabel, UnloadReason
+from emulator.model.decision_labels import SplitLabel, SplitReason, UnloadLabel, UnloadReason
 
 from .base import Decision, Event, LeaderDecision
 

@@ -1,0 +1,17 @@
+"""Pulsar's load managers, one package each, behind the seam in `emulator.cluster.load_manager`.
+
+- `modular/`: ModularLoadManagerImpl (the default). `actors/`: the broker side (`modular_wrapper`), the
+  leader actor (`leader`) and the leader's core (`modular_load_manager`). Its pure model is the shared
+  `emulator.model` (load data, filters, split detection) with `strategies/` and `shedders/`.
+- `simple/`: SimpleLoadManagerImpl (the fallback). `model/`: LoadReport, quotas, ranking, placement,
+  shedding, split; `actors/`: the broker side and its watches and timers.
+- `noop/`: NoopLoadManager. `actors/`: registration and reports, no decisions.
+- `extensible/`: ExtensibleLoadManagerImpl (PIP-192). `model/`: the service-unit state channel's rules,
+  load data, filters, split strategy; `actors/`: system topics, the channel, reporters, schedulers and
+  the wrapper.
+
+Each package's `model/` is pure (it imports only `emulator.model`); its `actors/` sit above
+`emulator.cluster` (they import the broker's services, never the other way round). No manager imports
+another (import-linter's contracts in pyproject.toml). The broker loads a manager by class name
+(`emulator.cluster.load_manager.LOAD_MANAGERS`), so nothing below this package names one.
+"""

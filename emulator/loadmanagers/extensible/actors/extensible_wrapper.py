@@ -1,0 +1,729 @@
+"""ExtensibleLoadManagerWrapper: ExtensibleLoadManagerImpl (PIP-192) behind the LoadManager seam.
+
+Follows apache/pulsar `loadbalance/extensions/ExtensibleLoadManagerImpl.java` (master, @7301658483 in the
+search index: `start`, `playLeader`, `playFollower`, `monitor`, `disableBroker`, `selectAsync`,
+`assign` / `findBrokerServiceUrl`, `unloadNamespaceBundleAsync`, `splitNamespaceBundleAsync`,
+`getMetrics`) and `ExtensibleLoadManagerWrapper.java` (the LoadManager calls the broker makes: report
+writes, shedding and quota writes are no-ops or the scheduler's; `disableBroker` unregisters).
+
+What each broker runs, in `start()`'s order:
+1. the service-unit state channel (cluster/extensible/channel.py), an actor child of the broker, over
+   the cluster's channel topic (cluster/extensible/topics.py), with this broker as its ChannelHost
+   (cluster/extensible/broker_host.py);
+2. the broker load-data store's table view (every broker reads it to select) and the top-bundles
+   store's producer (only the leader reads it);
+3. its registration under `/loadbalance/brokers/<id>` with its BrokerLookupData (BrokerRegistryImpl),
+   an ephemeral node on the broker's session, as Modular's is;
+4. the two reporters every `loadBalancerReportUpdateMinIntervalMillis` (fixed rate) and the split
+   scheduler every `loadBalancerSplitIntervalMinutes`;
+5. the leader's role (`playLeader`): the unload scheduler, the channel's ownership monitor, fresh
+   table views of both stores and forced reports; a follower (`playFollower`) closes them and also
+   forces its reports. Pulsar re-checks the role every 2 min (`monitor`); here the broker's leader
+   listener calls `leadership_acquired` / `leadership_lost` directly.
+
+Lookups (namespace_service.py calls `find_broker_service_url`): any broker assigns (`assign`, one
+assignment in flight per bundle on each broker) by selecting with the filter pipeline and
+LeastResourceUsageWithWeight and writing (Assigning, dst) to the channel; the answer is Connect(owner)
+(BrokerLookupData.toLookupResult: `LookupResult.Type.BrokerUrl`, never a redirect through a leader).
+
+Choices where the emulator differs (each named, none changes a decision):
+* The channel owner is the broker's own leader election (`/loadbalance/leader`); Pulsar's Extensible
+  manager elects on `/loadbalance/extension/leader` with the same mechanism (PulsarService's own
+  election is skipped when the extension is on), so who leads and when are the same.
+* The system topics are always available (topics.py); in Pulsar they move with the leader.
+* `loadBalancerLoadSheddingStrategy` names the unload strategy as in `createNamespaceUnloadStrategy`:
+  a Modular shedder's name (the default ThresholdShedder) is not a NamespaceUnloadStrategy, so, as in
+  Pulsar, the error is logged and TransferShedder is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+import shedders
+import strategies
+from emulator.model.bundles import parse_bundle, split_boundaries
+from ..model.context import LoadManagerContext
+from ..model.counters import AssignCounter, SplitCounter, UnloadCounter
+from ..model.decisions import (
+    Split,
+    SplitDecision,
+    SplitLabel,
+    SplitReason,
+    Unload,
+    UnloadDecision,
+    UnloadLabel,
+    UnloadReason,
+)
+from ..model.filters import DEFAULT_PIPELINE, BrokerFilterException
+from emulator.model.filters import namespace_of_bundle
+from ..model.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
+from ..model.split_strategy import DefaultNamespaceBundleSplitStrategy
+from emulator.model.loaddata import NamespaceBundleStats
+from emulator.model.policies import PolicyView
+from emulator.runtime import epoch_ms
+from emulator.runtime.rng import derive_rng
+
+from emulator.cluster import paths
+from .assignment import Assigner, AssignmentFailed, NoBrokerSelectedError
+from .broker_host import BrokerChannelHost
+from .channel import ServiceUnitStateChannel
+from .channel_types import (
+    BundleDeletedError,
+    ChannelNotReadyError,
+    ChannelOwnerUnknownError,
+    ChannelState,
+    InFlightTimeoutError,
+    OwnerInactiveError,
+)
+from .load_data_store import LoadDataStore
+from .managers import SplitManager, UnloadManager
+from .metrics_source import CounterSnapshot, ExtensibleMetricsSource
+from .periodic import at_fixed_rate
+from .reporters import BrokerLoadDataReporter, BrokerUsage, TopBundleLoadDataReporter
+from .topics import ExtensibleTopics
+from .schedulers import SplitScheduler, UnloadScheduler, channel_ownership
+from emulator.cluster.events import ExtensibleAssignment, ExtensibleSplitDecision, ExtensibleUnloadDecision
+from emulator.cluster.load_manager import EXTENSIBLE, release_registration
+from emulator.cluster.messages import AdminError, LookupFailure, ServerError
+from emulator.cluster.metadata_client import MetadataStoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emulator.cluster.broker import Broker
+
+__all__ = ["ExtensibleLoadManagerWrapper"]
+
+LOOKUP_ERRORS = (BundleDeletedError, InFlightTimeoutError, OwnerInactiveError, ChannelNotReadyError,
+                 ChannelOwnerUnknownError, NoBrokerSelectedError, AssignmentFailed, TimeoutError,
+                 MetadataStoreError)
+"""What a lookup through the channel can fail with in Pulsar's terms (the channel's and the assigner's
+errors, a timeout, the metadata store); any other exception is an emulator bug and is not turned into
+a lookup answer."""
+
+LEAST_RESOURCE_USAGE_WITH_WEIGHT = (
+    "org.apache.pulsar.broker.loadbalance.extensions.strategy.LeastResourceUsageWithWeight")
+TRANSFER_SHEDDER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
+
+
+class _TopicsOnDemand(Mapping[str, Any]):
+    """bundle -> `broker._topic_stats` of each active owned bundle, computed on access."""
+
+    def __init__(self, broker: "Broker") -> None:
+        self._broker = broker
+
+    def __getitem__(self, bundle: str) -> Any:
+        o = self._broker.owned.get(bundle)
+        if o is None or not o.active or o.actor is None:
+            raise KeyError(bundle)
+        return self._broker._topic_stats(o.actor)
+
+    def __iter__(self) -> Iterator[str]:
+        return (bundle for bundle, o in self._broker.owned.items() if o.active and o.actor is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """`_filter_key`s: the same objects (registry, store, policies), equal values (the rest)."""
+    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3:] == b[3:]
+
+
+class ExtensibleLoadManagerWrapper:
+    """One broker's ExtensibleLoadManagerImpl (see the module docstring)."""
+
+    class_name = EXTENSIBLE
+
+    def __init__(self, broker: "Broker", requested: str = EXTENSIBLE) -> None:
+        self.broker = broker
+        self.requested = requested
+        self.registered = False
+        self.state = "INIT"          # INIT -> RUNNING -> DISABLED (ExtensibleLoadManagerImpl.State)
+        self.role: str | None = None  # "Leader" | "Follower"
+        self._generation = 0          # the report tasks of this start (stop / disable end them)
+        conf = broker.conf
+        seed = broker.system.seed
+        self.unload_counter = UnloadCounter()
+        self.split_counter = SplitCounter()
+        self.assign_counter = AssignCounter()
+        self.strategy = strategies.create_extensible(
+            LEAST_RESOURCE_USAGE_WITH_WEIGHT, derive_rng(seed, broker.broker_id + "/extensible-selection"))
+        self.unload_strategy = self._create_unload_strategy(
+            conf.load_balancer_load_shedding_strategy, derive_rng(seed, broker.broker_id + "/extensible-shedder"))
+        if hasattr(self.unload_strategy, "counter"):
+            self.unload_strategy.counter = self.unload_counter  # TransferShedder.initialize
+        self.split_strategy = DefaultNamespaceBundleSplitStrategy(self.split_counter)
+        self.host = BrokerChannelHost(broker, self)
+        self.channel: ServiceUnitStateChannel | None = None
+        self.assigner: Assigner | None = None
+        self.broker_store: LoadDataStore[BrokerLoadData] | None = None
+        self.top_store: LoadDataStore[TopBundlesLoadData] | None = None
+        self.broker_reporter: BrokerLoadDataReporter | None = None
+        self.top_reporter: TopBundleLoadDataReporter | None = None
+        self.unload_manager = UnloadManager(self.unload_counter, self._now_ms)
+        self.split_manager = SplitManager(self.split_counter, self._now_ms)
+        self.unload_scheduler: UnloadScheduler | None = None
+        self.split_scheduler: SplitScheduler | None = None
+        self._lookup_data: dict[str, BrokerLookupData] = {}
+        self._lookup_changes = 0
+        self._lookup_loads: dict[str, asyncio.Future[None]] = {}   # reads in flight, by broker
+        # a decision's available brokers (read only), made again when the registry or lookup data change
+        self._available: tuple[tuple[frozenset[str], int] | None, dict[str, BrokerLookupData]] = (None, {})
+        self._policies = PolicyView()
+        self._last_selection: tuple[int, bool] = (0, False)   # candidates, fallback of the last select
+        # the filter pipeline's last answer and what it depended on (`_filter_key`): a restart storm
+        # selects tens of thousands of times between two load-data updates
+        self._filtered: tuple[tuple[Any, ...], dict[str, BrokerLookupData]] | None = None
+        self._unload_snapshot: CounterSnapshot[UnloadCounter] = CounterSnapshot()
+        self._split_snapshot: CounterSnapshot[SplitCounter] = CounterSnapshot()
+
+    def _create_unload_strategy(self, name: str, rng: Any) -> Any:
+        """`createNamespaceUnloadStrategy`: the configured class if it is a NamespaceUnloadStrategy,
+        else (logged as Pulsar logs it) TransferShedder."""
+        try:
+            return shedders.create_extensible(name, rng)
+        except Exception as e:
+            self.broker.log.error("create namespace unload strategy failed. using TransferShedder instead.",
+                                  strategy=name, error=f"{type(e).__name__}: {e}")
+            return shedders.create_extensible(TRANSFER_SHEDDER, rng)
+
+    def _now_ms(self) -> int:
+        return epoch_ms(self.broker.system.clock)
+
+    # ================================================================== lifecycle
+
+    async def start(self) -> None:
+        b = self.broker
+        topics = b.load_manager_shared.get(EXTENSIBLE)
+        if not isinstance(topics, ExtensibleTopics):
+            topics = b.load_manager_shared[EXTENSIBLE] = ExtensibleTopics(b.system)
+        channel = self.channel = ServiceUnitStateChannel(
+            f"{b.broker_id}/channel", b.system, host=self.host, topic=topics.channel(), conf=b.conf)
+        b.system.spawn(channel, parent=b)
+        self.assigner = Assigner(channel, self, self.assign_counter, self._assigned)
+        self.broker_store = LoadDataStore(topics.broker_load_data(), channel)
+        self.top_store = LoadDataStore(topics.top_bundles_load_data(), channel)
+        channel.load_data_stores = (self.broker_store, self.top_store)
+        for listener in (self.unload_manager.handle_event, self.split_manager.handle_event):
+            channel.listen(listener)
+        await channel.start()
+        await self.broker_store.start_table_view()
+        await self._register()
+        self.broker_reporter = BrokerLoadDataReporter(b.broker_id, self.broker_store, b.conf, self._usage,
+                                                      self._now_ms)
+        self.top_reporter = TopBundleLoadDataReporter(b.broker_id, self.top_store, b.conf, self._bundle_stats,
+                                                      self._now_ms, lambda: self._policies)
+        channel.listen(self.top_reporter.handle_event)
+        self.unload_scheduler = UnloadScheduler(channel, self.unload_manager, self.unload_strategy, b.conf,
+                                                self._context, self.unload_counter, self._unload_run)
+        self.split_scheduler = SplitScheduler(channel, self.split_manager, self.split_strategy, b.conf,
+                                              self._split_context, self._split_bundle_stats, self._bundle_counts,
+                                              self._split_topics, self._split_run)
+        self.state = "RUNNING"
+        self._generation += 1
+        generation = self._generation
+        interval = b.conf.load_balancer_report_update_min_interval_millis / 1000.0
+        for reporter in (self.broker_reporter, self.top_reporter):
+            b.start_soon(at_fixed_rate, lambda: b.now, interval, interval, reporter.report,
+                         lambda: self._generation == generation)
+        self.split_scheduler.start(b)
+        if b.is_leader:
+            await self._play_leader()
+        else:
+            await self._play_follower()
+
+    async def _register(self) -> None:
+        """BrokerRegistryImpl.register: the ephemeral `/loadbalance/brokers/<id>` with BrokerLookupData."""
+        b = self.broker
+        data = BrokerLookupData(
+            broker_id=b.broker_id, web_service_url=b.web_url, pulsar_service_url=b.service_url,
+            load_manager_class_name=EXTENSIBLE, start_timestamp=epoch_ms(b.system.clock),
+            broker_version=b.local_data.broker_version_string or None)
+        await b.md.acquire_lock(paths.broker_path(b.broker_id), msgspec.json.encode(data))
+        self.registered = True
+        await b._refresh_available_brokers()
+        await self._refresh_lookup_data()
+
+    async def stop(self) -> None:
+        """close(): the report tasks, schedulers, channel and registration go."""
+        self._generation += 1
+        self.leadership_lost()
+        if self.split_scheduler is not None:
+            self.split_scheduler.close()
+        self.unload_manager.close()
+        self.split_manager.close()
+        if self.channel is not None:
+            self.channel.close()
+            self.channel.kill()
+        self.state = "INIT"
+        await release_registration(self)
+
+    async def disable_broker(self) -> None:
+        """disableBroker(): stop reporting, hand every bundle over (`cleanOwnerships`: the channel
+        disabled, then `doCleanup(self, gracefully)`), unregister; bundles the hand-over left here
+        are closed (their clients go back to a lookup)."""
+        self.state = "DISABLED"
+        self._generation += 1
+        channel = self.channel
+        if channel is not None and channel.alive:
+            channel.channel_state = ChannelState.DISABLED
+            try:
+                await channel.do_cleanup(self.broker.broker_id, gracefully=True)
+            except (TimeoutError, ChannelNotReadyError, ChannelOwnerUnknownError) as e:
+                # doCleanup's own failures are logged and the broker keeps shutting down; anything
+                # else is an emulator bug and fails the broker actor (exit 3)
+                self.broker.log.error("Failed to clean the ownerships", error=repr(e))
+            # the hand-over's Releasing -> Assigning steps run on this channel: let them finish
+            await channel.wait_idle(self.broker.conf.namespace_bundle_unloading_timeout_ms / 1000.0)
+        await release_registration(self)
+        for bundle in list(self.broker.owned):
+            await self.host.close(bundle, True, None)
+
+    async def on_session_reestablished(self) -> None:
+        if self.channel is not None:
+            self.channel.on_metadata_session_event("SessionReestablished")
+        if self.registered:
+            b = self.broker
+            try:
+                await self._register()
+            except MetadataStoreError as e:
+                b.log.warning("could not re-register after session loss", error=str(e))
+
+    def on_session_lost(self) -> None:
+        if self.channel is not None:
+            self.channel.on_metadata_session_event("SessionLost")
+
+    def on_broker_registry_event(self, broker: str, created: bool) -> None:
+        """BrokerRegistry listeners: the channel's (clean-up) and the lookup-data cache's."""
+        if self.channel is not None and self.channel.alive:
+            self.channel.on_broker_registry_event(broker, created)
+        if created:
+            self.broker.start_soon(self._refresh_lookup_data)
+        elif self._lookup_data.pop(broker, None) is not None:
+            self._lookup_changes += 1
+
+    async def _refresh_lookup_data(self) -> None:
+        """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once.
+        A read in flight is shared by every caller that misses the same broker meanwhile (the
+        cache's loading future, as Caffeine's AsyncLoadingCache dedupes loads): a restart storm's
+        concurrent lookups on a broker would otherwise each read every new broker's node."""
+        b = self.broker
+        for broker in sorted(b.available_brokers):
+            if broker in self._lookup_data:
+                continue
+            loading = self._lookup_loads.get(broker)
+            if loading is not None:
+                await asyncio.shield(loading)
+                continue
+            loading = self._lookup_loads[broker] = asyncio.get_running_loop().create_future()
+            try:
+                node = await b.md.get(paths.broker_path(broker))
+            except MetadataStoreError:
+                continue
+            finally:
+                del self._lookup_loads[broker]
+                loading.set_result(None)
+            if node is not None:
+                self._lookup_data[broker] = msgspec.json.decode(node.data, type=BrokerLookupData)
+                self._lookup_changes += 1
+
+    # ================================================================== roles
+
+    def leadership_acquired(self) -> None:
+        if self.state == "RUNNING":
+            self.broker.start_soon(self._play_leader)
+
+    def leadership_lost(self) -> None:
+        if self.state == "RUNNING" and self.role == "Leader":
+            self.broker.start_soon(self._play_follower)
+        elif self.unload_scheduler is not None:
+            self.unload_scheduler.close()
+            if self.channel is not None:
+                self.channel.play_follower()
+
+    def leader_ready(self) -> bool:
+        return self.role == "Leader"
+
+    @property
+    def leader_actor(self) -> Any:
+        return None
+
+    async def _play_leader(self) -> None:
+        """playLeader(): fresh views of both stores, the unload scheduler, the ownership monitor,
+        then a forced report of both."""
+        if self.state != "RUNNING" or not self.broker.is_leader:
+            return
+        assert self.broker_store and self.top_store and self.unload_scheduler and self.channel
+        await self.broker_store.init()
+        await self.top_store.init()
+        self.unload_scheduler.start(self.broker)
+        self.channel.play_leader()
+        self.role = "Leader"
+        await self._force_reports()
+
+    async def _play_follower(self) -> None:
+        """playFollower(): the unload scheduler and monitor stop, a fresh broker-load view, no
+        top-bundles view; a forced report of both."""
+        if self.state != "RUNNING":
+            return
+        assert self.broker_store and self.top_store and self.unload_scheduler and self.channel
+        self.unload_scheduler.close()
+        self.channel.play_follower()
+        await self.broker_store.init()
+        self.top_store.close_table_view()
+        self.role = "Follower"
+        await self._force_reports()
+
+    async def _force_reports(self) -> None:
+        if self.broker_reporter is not None and self.top_reporter is not None:
+            await self.broker_reporter.report(force=True)
+            await self.top_reporter.report(force=True)
+
+    # ================================================================== reporter inputs
+
+    def _usage(self) -> BrokerUsage:
+        """`LoadManagerShared.getSystemResourceUsage` + `pulsarStats.getBrokerStats()`: the broker's
+        local data as the stats windows and host samples left it (local_data.py)."""
+        b = self.broker
+        b._update_local_data()
+        d = b.local_data
+        return BrokerUsage(cpu=d.cpu, memory=d.memory, direct_memory=d.direct_memory,
+                           bandwidth_in=d.bandwidth_in, bandwidth_out=d.bandwidth_out,
+                           msg_throughput_in=d.msg_throughput_in, msg_throughput_out=d.msg_throughput_out,
+                           msg_rate_in=d.msg_rate_in, msg_rate_out=d.msg_rate_out,
+                           bundle_count=d.num_bundles, topics=d.num_topics)
+
+    def _bundle_stats(self) -> tuple[int, dict[str, NamespaceBundleStats]]:
+        """`pulsarStats.getUpdatedAt()` and `getBundleStats()` as of the last stats update."""
+        b = self.broker
+        w = b.windows
+        if w is None:   # emulator_instant_stats: every read is a fresh update
+            b._update_local_data()
+            return self._now_ms(), dict(b.local_data.last_stats)
+        clock = b.system.clock
+        start_ms = epoch_ms(clock) - clock.now_ms()
+        return start_ms + math.floor(w.stats_updated_at * 1000.0 + 1e-6), dict(w.bundle_stats)
+
+    def _split_bundle_stats(self) -> dict[str, NamespaceBundleStats]:
+        owned = self.broker.owned
+        return {k: v for k, v in self._bundle_stats()[1].items() if k in owned and owned[k].active}
+
+    def _bundle_counts(self) -> dict[str, int]:
+        b = self.broker
+        return {ns: len(nb.names) for ns, nb in b._ns_bundles.items()}
+
+    def _split_topics(self) -> Mapping[str, Any]:
+        """Each owned bundle's topics with their stats, made when the split strategy asks for a
+        bundle (only for the one it splits: a run sees every bundle of the broker, once a minute),
+        within the same instant (the strategy runs without awaiting)."""
+        return _TopicsOnDemand(self.broker)
+
+    async def _split_context(self) -> LoadManagerContext:
+        """The split run's context, after loading the bundle ranges of every namespace this broker
+        owns a bundle of (`getBundleCount` reads the bundle factory's cache, which loads on a miss;
+        a split invalidates it)."""
+        b = self.broker
+        for namespace in sorted({bundle.rsplit("/", 1)[0] for bundle in b.owned}):
+            try:
+                await b.namespace_bundles(namespace)
+            except LookupFailure:
+                pass   # missing from bundle_counts: the strategy counts it Failure/Unknown
+        return await self._context()
+
+    async def _context(self) -> LoadManagerContext:
+        """`getContext()` for one decision: the stores, the registry, the channel's ownership."""
+        b = self.broker
+        assert self.broker_store is not None and self.top_store is not None and self.channel is not None
+        self._policies = await b.policy_cache.refresh()
+        if not self._lookup_data.keys() >= b.available_brokers:
+            # getAvailableBrokerLookupDataAsync reads through the metadata cache, which loads a miss
+            await self._refresh_lookup_data()
+        owners, splitting = channel_ownership(self.channel)
+        key = (b.available_brokers, self._lookup_changes)
+        if self._available[0] != key:   # one per registry or lookup-data change, not per decision
+            self._available = (key, {x: self._lookup_data.get(x) or BrokerLookupData(broker_id=x)
+                                     for x in sorted(b.available_brokers)})
+        available = self._available[1]
+        return LoadManagerContext(
+            conf=b.conf, broker_load_data=self.broker_store.items(),
+            top_bundles_load_data=self.top_store.items(), available_brokers=available, owners=owners,
+            splitting=splitting, policies=self._policies, filter_pipeline=DEFAULT_PIPELINE,
+            now_ms=self._now_ms(), broker_load_data_frozen=True)
+
+    # ================================================================== selection and lookups
+
+    async def select(self, bundle: str, excluded: frozenset[str]) -> str | None:
+        """selectAsync(bundle, excluded): the registry minus `excluded`, every filter (a filter that
+        fails is logged and the candidates so far are kept), then the strategy."""
+        context = await self._context()
+        key = self._filter_key(bundle, excluded, context)
+        cached = self._filtered
+        if key is not None and cached is not None and _same_key(cached[0], key):
+            candidates = cached[1]
+        else:
+            candidates = {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}
+            failed = False
+            for f in DEFAULT_PIPELINE:
+                try:
+                    candidates = f(candidates, bundle, context)
+                except BrokerFilterException as e:
+                    failed = True
+                    self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
+                                          error=str(e))
+            self._filtered = (key, candidates) if key is not None and not failed else None
+        if not candidates:
+            self._last_selection = (0, False)
+            return None
+        selected: str | None = self.strategy.select(set(candidates), bundle, context)
+        self._last_selection = (len(candidates), bool(getattr(self.strategy, "last_fallback", False)))
+        return selected
+
+    @staticmethod
+    def _filter_key(bundle: str, excluded: frozenset[str], context: LoadManagerContext) -> tuple[Any, ...] | None:
+        """What the filter pipeline's answer depends on when the bundle's namespace has neither an
+        isolation policy (none in the cluster) nor an anti-affinity group: the registry's lookup
+        data, the load-data store (topic counts), the policies and three configuration keys, each
+        object the same until it changes (`_context`); None when the answer depends on the bundle."""
+        policies = context.policies
+        if policies.isolation_policies or policies.anti_affinity_group(namespace_of_bundle(bundle)) is not None:
+            return None
+        conf = context.conf
+        return (context.available_brokers, context.broker_load_data, policies, excluded,
+                conf.load_manager_class_name, conf.load_balancer_broker_max_topics, conf.prefer_later_versions)
+
+    # ================================================================== decisions as events
+
+    def _assigned(self, bundle: str, selected: str | None, owner: str | None) -> None:
+        """After a lookup's selection: an ExtensibleAssignment when it took effect (the channel's
+        owner is the selected broker) or found no broker; a write another broker's beat is none."""
+        if selected is None or owner == selected:
+            self.report_assignment(bundle, selected)
+
+    def report_assignment(self, bundle: str, selected: str | None) -> None:
+        candidates, fallback = self._last_selection
+        b = self.broker
+        b.events.emit(ExtensibleAssignment(decider=b.broker_id, bundle=bundle, broker=selected,
+                                           candidates=candidates if selected is not None else 0,
+                                           fallback=fallback and selected is not None))
+
+    def _unload_run(self, decisions: list[UnloadDecision], outcomes: dict[str, bool],
+                    context: LoadManagerContext) -> None:
+        """The end of an UnloadScheduler run: each decision as an event (a published unload that did
+        not complete is the Failure/Unknown its counter counted), then the metrics' snapshot."""
+        b = self.broker
+        counter = self.unload_counter
+        loads = context.broker_load_data
+        target = b.conf.load_balancer_broker_load_target_std
+        explanation = getattr(self.unload_strategy, "last_explanation", None) or {}
+        result = explanation.get("result")
+        if not decisions and result:   # a cycle that planned nothing: why (TransferShedder's _skip)
+            b.events.emit(ExtensibleUnloadDecision(
+                leader=b.broker_id, label=UnloadLabel(result[0]), reason=UnloadReason(result[1]),
+                load_avg=explanation.get("avg"), load_std=explanation.get("std"), target_std=target))
+        for d in decisions:
+            u = d.unload
+            label, reason = d.label, d.reason
+            if u is not None and label is UnloadLabel.SUCCESS and not outcomes.get(u.service_unit, False):
+                label, reason = UnloadLabel.FAILURE, UnloadReason.UNKNOWN
+            src = loads.get(u.source_broker) if u is not None else None
+            dst = loads.get(u.dest_broker) if u is not None and u.dest_broker else None
+            b.events.emit(ExtensibleUnloadDecision(
+                leader=b.broker_id, label=label, reason=reason,
+                bundle=u.service_unit if u else None, broker=u.source_broker if u else None,
+                destination=u.dest_broker if u else None, transfer=bool(u and u.dest_broker),
+                load_avg=counter.load_avg, load_std=counter.load_std, target_std=target,
+                max_load=src.weighted_max_ema if src is not None else None,
+                min_load=dst.weighted_max_ema if dst is not None else None))
+        self._unload_snapshot.refresh(counter)
+
+    def _split_run(self, decisions: list[SplitDecision], outcomes: dict[str, bool],
+                   stats: Any) -> None:
+        """The end of a SplitScheduler run: each decision as an event, with the bundle's numbers the
+        strategy compared, then the metrics' snapshot."""
+        b = self.broker
+        conf = b.conf
+        limits = {SplitReason.TOPICS: conf.load_balancer_namespace_bundle_max_topics,
+                  SplitReason.SESSIONS: conf.load_balancer_namespace_bundle_max_sessions,
+                  SplitReason.MSG_RATE: conf.load_balancer_namespace_bundle_max_msg_rate,
+                  SplitReason.BANDWIDTH: conf.load_balancer_namespace_bundle_max_bandwidth_mbytes * 1024 * 1024}
+        for d in decisions:
+            s = d.split
+            label, reason = d.label, d.reason
+            if s is not None and label is SplitLabel.SUCCESS and not outcomes.get(s.service_unit, False):
+                label, reason = SplitLabel.FAILURE, SplitReason.UNKNOWN
+            st = stats.get(s.service_unit) if s is not None else None
+            namespace = s.service_unit.rsplit("/", 1)[0] if s is not None else ""
+            b.events.emit(ExtensibleSplitDecision(
+                broker=b.broker_id, label=label, reason=reason, bundle=s.service_unit if s else None,
+                children=[f"{namespace}/{r}" for r in s.split_service_unit_to_dest_broker]
+                if s is not None and label is SplitLabel.SUCCESS else None,
+                topics=st.topics if st else None,
+                sessions=st.producer_count + st.consumer_count if st else None,
+                msg_rate=st.msg_rate_in + st.msg_rate_out if st else None,
+                throughput=st.msg_throughput_in + st.msg_throughput_out if st else None,
+                threshold=float(limits[reason]) if reason in limits else None))
+        self._split_snapshot.refresh(self.split_counter)
+
+    def extensible_metrics(self) -> ExtensibleMetricsSource | None:
+        """What `getMetrics()` renders for this broker. The broker load data is the reporter's last
+        computed value: Pulsar's getMetrics calls `generateLoadData()`, which moves the EMA on every
+        scrape; here a scrape changes nothing (a recorded run decides as an unrecorded one)."""
+        channel = self.channel
+        if channel is None or self.state == "INIT":
+            return None
+        reporter = self.broker_reporter
+        return ExtensibleMetricsSource(
+            unload_counter=self._unload_snapshot.counter, split_counter=self._split_snapshot.counter,
+            assign_counter=self.assign_counter, channel_counters=channel.counters,
+            broker_load_data=reporter.local if reporter is not None and reporter.published else None,
+            is_leader=self.role == "Leader", owned_service_units=len(channel.owned_service_units()))
+
+    async def find_broker_service_url(self, bundle: str) -> str:
+        """findBrokerServiceUrl -> assign: the bundle's owner, assigned now if it has none."""
+        if self.assigner is None or self.state != "RUNNING":
+            raise LookupFailure(ServerError.SERVICE_NOT_READY, "The load manager is not running")
+        try:
+            return await self.assigner.assign(bundle)
+        except LookupFailure:
+            raise
+        except LOOKUP_ERRORS as e:   # the lookup's exceptionally: handleLookupError -> ServiceNotReady
+            raise LookupFailure(ServerError.SERVICE_NOT_READY, f"{type(e).__name__}: {e}") from None
+
+    async def check_ownership(self, bundle: str) -> bool:
+        """checkOwnershipAsync: the channel's owner of `bundle` (waiting while it is in flight) is this
+        broker; if so the bundle is served here from now on (the Owned value's `own` may not have run
+        yet in this instant)."""
+        channel = self.channel
+        if channel is None or self.state != "RUNNING":
+            return False
+        try:
+            owner = await channel.get_owner(bundle)
+        except LOOKUP_ERRORS:   # deleted, in-flight timeout, inactive owner: not served here
+            return False
+        if owner != self.broker.broker_id:
+            return False
+        self.host.own_now(bundle)
+        return True
+
+    def is_centralized(self) -> bool:
+        return False
+
+    def available_brokers(self) -> frozenset[str]:
+        return self.broker.available_brokers
+
+    def leader_decides(self) -> None:
+        pass
+
+    async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
+        return await self.select(bundle, frozenset())
+
+    # ================================================================== admin
+
+    async def unload_namespace_bundle(self, bundle: str, destination: str | None = None) -> dict[str, Any]:
+        """unloadNamespaceBundleAsync: an Admin unload (a transfer with a destination) through the
+        channel, waited for at most `namespaceBundleUnloadingTimeoutMs`."""
+        channel = self._running_channel()
+        owner = channel.view.get(bundle)
+        source = owner.dst_broker if owner is not None and owner.dst_broker else None
+        if source is None or owner is None or owner.state.value != "Owned":
+            raise AdminError(f"Namespace bundle: {bundle} is not owned by any broker.")
+        if destination is not None and source.endswith(destination):
+            raise AdminError(f"Namespace bundle: {bundle} own by {source}, cannot be transfer to same broker.")
+        decision = UnloadDecision(unload=Unload(source_broker=source, service_unit=bundle,
+                                                dest_broker=destination),
+                                  label=UnloadLabel.SUCCESS, reason=UnloadReason.ADMIN)
+        timeout = self.broker.conf.namespace_bundle_unloading_timeout_ms / 1000.0
+        assert decision.unload is not None
+        done = await self.unload_manager.wait(channel.publish_unload(decision.unload), bundle, decision, timeout)
+        if not done:
+            raise AdminError(f"Failed to unload {bundle} within {timeout:g} s")
+        self.unload_counter.update_unload_broker_count(1, self._now_ms())
+        return {"bundle": bundle, "source": source, "destination": destination}
+
+    async def split_namespace_bundle(self, bundle: str) -> dict[str, Any]:
+        """splitNamespaceBundleAsync: an Admin split through the channel (children by the default
+        algorithm's boundaries, no destination)."""
+        channel = self._running_channel()
+        b = self.broker
+        data = channel.view.get(bundle)
+        if data is None or data.state.value != "Owned" or not data.dst_broker:
+            raise AdminError(f"Namespace bundle: {bundle} is not owned by any broker.")
+        namespace, lower, upper = parse_bundle(bundle)
+        owned = b.owned.get(bundle)
+        topics = b._topic_stats(owned.actor) if owned is not None and owned.actor is not None else {}
+        algorithm = b.conf.default_namespace_bundle_split_algorithm
+        try:   # getSplitBoundary with the default algorithm
+            bounds = split_boundaries(algorithm, lower, upper, topics, b.conf)
+        except ValueError as e:
+            raise AdminError(str(e)) from None
+        if not bounds:
+            raise AdminError(f"No valid boundary to split bundle {bundle} ({algorithm})")
+        edges = [lower, *bounds, upper]
+        children: dict[str, str | None] = {f"0x{lo:08x}_0x{hi:08x}": None for lo, hi in zip(edges, edges[1:])}
+        decision = SplitDecision(split=Split(service_unit=bundle, source_broker=data.dst_broker,
+                                             split_service_unit_to_dest_broker=children),
+                                 label=SplitLabel.SUCCESS, reason=SplitReason.ADMIN)
+        timeout = b.conf.namespace_bundle_unloading_timeout_ms / 1000.0
+        assert decision.split is not None
+        done = await self.split_manager.wait(channel.publish_split(decision.split), bundle, decision, timeout)
+        if not done:
+            raise AdminError(f"Failed to split {bundle} within {timeout:g} s")
+        return {"bundle": bundle, "children": [f"{namespace}/{r}" for r in children]}
+
+    async def assign_stated(self, bundle: str, broker: str) -> dict[str, Any]:
+        """A scenario's owner at t = 0: (Assigning, dst = `broker`) written to the channel, as a lookup
+        that selected it would write, waited for until Owned."""
+        channel = self._running_channel()
+        owner = await channel.publish_assign(bundle, broker)
+        return {"bundle": bundle, "broker": owner}
+
+    def _running_channel(self) -> ServiceUnitStateChannel:
+        if self.channel is None or self.state != "RUNNING":
+            raise AdminError(f"The load manager of {self.broker.broker_id} is not running")
+        return self.channel
+
+    # ================================================================== the rest of LoadManager
+
+    def generate_load_report(self) -> Any:
+        """ExtensibleLoadManagerWrapper.generateLoadReport: `null` (the data is BrokerLoadData)."""
+        return None
+
+    def set_load_report_force_update_flag(self) -> None:
+        pass
+
+    async def write_load_report(self, force: bool = False) -> bool:
+        """writeLoadReportOnZookeeper: a no-op (the reporters publish to the load-data topics)."""
+        return False
+
+    async def write_resource_quotas(self) -> None:
+        pass
+
+    async def do_load_shedding(self) -> list[tuple[str, str]]:
+        """doLoadShedding -> the unload scheduler's `execute()` (on the leader)."""
+        if self.unload_scheduler is None or self.role != "Leader":
+            return []
+        await self.unload_scheduler.execute()
+        return [(d.unload.source_broker, d.unload.service_unit) for d in self.unload_scheduler.last_decisions
+                if d.label is UnloadLabel.SUCCESS and d.unload is not None]
+
+    async def do_namespace_bundle_split(self) -> list[str]:
+        """doNamespaceBundleSplit: a no-op (the split scheduler runs on its own)."""
+        return []
+
+    def set_namespace_bundle_affinity(self, bundle: str, broker: str) -> None:
+        """No affinity map: an unload with a destination is a transfer (unload_namespace_bundle)."""
+
+    def broker_load_data_view(self) -> dict[str, BrokerLoadData]:
+        """The broker load-data table view as this broker reads it (monitor --extensions)."""
+        return dict(self.broker_store.items()) if self.broker_store is not None else {}
+
+    async def wait_assigned(self, bundle: str) -> str | None:
+        """The bundle's owner once the channel says so (tests)."""
+        channel = self._running_channel()
+        return await channel.get_owner(bundle)
+

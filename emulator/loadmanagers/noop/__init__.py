@@ -1,0 +1,1 @@
+"""NoopLoadManager (`org.apache.pulsar.broker.loadbalance`): registers the broker and decides nothing."""

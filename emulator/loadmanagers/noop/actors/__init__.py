@@ -1,0 +1,1 @@
+"""NoopLoadManager on the broker: `noop_load_manager.py`."""

@@ -1,0 +1,1 @@
+"""SimpleLoadManagerImpl on the broker: the load manager and its watches and timers."""
