@@ -57,7 +57,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     load_balancer_enabled: bool = True
     load_manager_class_name: str = _IMPL + "ModularLoadManagerImpl"
     # Extensible load manager: service-unit state channel
-    # (ServiceConfiguration; used by ServiceUnitStateChannelImpl, see emulator/loadmanagers/extensible/model/channel_rules.py.
+    # (ServiceConfiguration; used by ServiceUnitStateChannelImpl, see loadmanagers/extensible/model/channel_rules.py.
     # Its tombstone delay, loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds, is in the
     # "Extensible load manager only" block below, where it was first declared.)
     load_balancer_in_flight_service_unit_state_waiting_time_in_millis: int = 30000

@@ -7,9 +7,9 @@ search index: `start`, `playLeader`, `playFollower`, `monitor`, `disableBroker`,
 writes, shedding and quota writes are no-ops or the scheduler's; `disableBroker` unregisters).
 
 What each broker runs, in `start()`'s order:
-1. the service-unit state channel (emulator/loadmanagers/extensible/actors/channel.py), an actor child of the broker, over
-   the cluster's channel topic (emulator/loadmanagers/extensible/actors/topics.py), with this broker as its ChannelHost
-   (emulator/loadmanagers/extensible/actors/broker_host.py);
+1. the service-unit state channel (actors/channel.py), an actor child of the broker, over
+   the cluster's channel topic (actors/topics.py), with this broker as its ChannelHost
+   (actors/broker_host.py);
 2. the broker load-data store's table view (every broker reads it to select) and the top-bundles
    store's producer (only the leader reads it);
 3. its registration under `/loadbalance/brokers/<id>` with its BrokerLookupData (BrokerRegistryImpl),

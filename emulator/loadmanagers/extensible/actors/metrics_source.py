@@ -1,7 +1,7 @@
 """What one broker's Extensible load manager hands the metrics: `ExtensibleMetricsSource`, and the
 counter snapshots Pulsar's schedulers keep for `getMetrics()` (`CounterSnapshot`).
 
-Data, not rendering: the load manager (emulator/loadmanagers/extensible/actors/extensible_wrapper.py) fills them, the observers
+Data, not rendering: the load manager (extensible_wrapper.py) fills them, the observers
 (emulator/observe/extensible_metrics.py) render them as Pulsar's series. Kept here so the cluster
 layer imports nothing from the observers.
 """
