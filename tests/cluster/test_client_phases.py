@@ -10,6 +10,7 @@ from emulator.cluster.client import Phase
 from emulator.cluster.events import HandleDisconnected
 from emulator.cluster.messages import HandleKind
 from emulator.testing import emulated_cluster
+import anyio.lowlevel
 
 NS = "public/default"
 TOPICS = [f"persistent://{NS}/t-{i}" for i in range(40)]
@@ -75,7 +76,7 @@ async def test_a_handle_closed_during_its_lookup_stays_closed():
         _watch(client, "_on_broker", answered)
         (hid,) = client.create_handles(TOPICS[:1], HandleKind.CONSUMER)
         h = client.handles[hid]
-        await anyio.sleep(0)   # the first grabCnx ran: the lookup is in flight
+        await anyio.lowlevel.checkpoint()   # the first grabCnx ran: the lookup is in flight
         assert h.phase in (Phase.LOOKING_UP, Phase.REDIRECTED)
         await client.close_handle(hid)
         await anyio.sleep(5)

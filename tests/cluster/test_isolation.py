@@ -156,7 +156,7 @@ async def _place_group(seed: int, domains_enabled: bool) -> list[str]:
         placed = []
         for i, ns in enumerate(names):
             client.create_handles(topics(1, ns))
-            await cluster.wait_until(lambda: client.connected_count() == i + 1)
+            await cluster.wait_until(lambda i=i: client.connected_count() == i + 1)
             placed.append(cluster.ownership()[f"{ns}/0x00000000_0xffffffff"])
         return placed
 

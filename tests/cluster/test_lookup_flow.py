@@ -52,7 +52,7 @@ async def test_redirect_chains_follow_the_spec_for_1000_topics():
             hops = rec.hops
             assert hops[0][1] is False, "the first lookup is never authoritative"
             assert hops[-1][2] == "Connect"
-            for (asked, auth, answer), nxt in zip(hops, hops[1:]):
+            for (asked, _auth, answer), nxt in zip(hops, hops[1:]):
                 assert answer == "Redirect"
                 if asked != leader:
                     # a non-leader redirects to the leader, not authoritative

@@ -54,7 +54,8 @@ def window(rate: float) -> TimeAverageMessageData:
 
 def test_bundle_range_cache_reload_replaces_and_add_accumulates() -> None:
     cache = BundleRangeCache()
-    cache.reload_broker("b1:8080", ["a/x/0x00000000_0x80000000", "a/x/0x80000000_0xffffffff", "a/y/0x00000000_0xffffffff"])
+    cache.reload_broker("b1:8080", ["a/x/0x00000000_0x80000000", "a/x/0x80000000_0xffffffff",
+                                    "a/y/0x00000000_0xffffffff"])
     assert cache.count("b1:8080", "a/x") == 2
     assert cache.count("b1:8080", "a/y") == 1
     assert cache.count("b1:8080", "a/z") == 0
@@ -105,7 +106,8 @@ def iso_view(min_limit: int = 1, secondary: list[str] | None = None) -> PolicyVi
 
 
 def test_isolated_namespace_uses_primaries_and_fails_over_below_min_limit() -> None:
-    ld = load_data(b1_8080=LocalBrokerData(), b2_8080=LocalBrokerData(), b3_8080=LocalBrokerData(), b4_8080=LocalBrokerData())
+    ld = load_data(b1_8080=LocalBrokerData(), b2_8080=LocalBrokerData(), b3_8080=LocalBrokerData(),
+                   b4_8080=LocalBrokerData())
     all_brokers = ["b1:8080", "b2:8080", "b3:8080", "b4:8080"]
     iso_bundle = "public/isolated/0x00000000_0xffffffff"
     assert apply_namespace_policies(iso_bundle, all_brokers, ld, iso_view(min_limit=1)) == ["b1:8080", "b2:8080"]
@@ -138,7 +140,8 @@ def test_regexes_are_full_matches_on_the_host() -> None:
     view = PolicyView(ClusterPolicies(isolation={"p": policy}))
     ld = load_data(b1_8080=LocalBrokerData(), b10_8080=LocalBrokerData())
     # "b1" matches host "b1" but not "b10"; "public/iso" does not match "public/isolated".
-    assert apply_namespace_policies("public/iso/0x00000000_0xffffffff", ["b1:8080", "b10:8080"], ld, view) == ["b1:8080"]
+    assert apply_namespace_policies("public/iso/0x00000000_0xffffffff", ["b1:8080", "b10:8080"], ld, view) \
+        == ["b1:8080"]
     assert apply_namespace_policies("public/isolated/0x00000000_0xffffffff", ["b1:8080", "b10:8080"], ld, view) == [
         "b10:8080"
     ]
@@ -152,7 +155,8 @@ def test_max_topics_counts_preallocated_topics_and_keeps_everyone_if_all_exceed(
     ld = LoadData(
         broker_data={
             "b1:8080": BrokerData(local_data=LocalBrokerData(num_topics=10)),
-            "b2:8080": BrokerData(local_data=LocalBrokerData(num_topics=6), preallocated_bundle_data={"x/y/0x0_0x1": pre}),
+            "b2:8080": BrokerData(local_data=LocalBrokerData(num_topics=6),
+                                  preallocated_bundle_data={"x/y/0x0_0x1": pre}),
             "b3:8080": BrokerData(local_data=LocalBrokerData(num_topics=11)),
         }
     )
@@ -215,7 +219,8 @@ def test_anti_affinity_domain_step_picks_least_loaded_domain() -> None:
 def test_anti_affinity_broker_without_group_namespaces_wins() -> None:
     cache, view = anti_affinity_setup({"b1:1": 1, "b2:1": 2})
     conf = ServiceConfig()
-    assert filter_anti_affinity_group_owned_brokers("t/target/0x0_0x1", ["b1:1", "b2:1", "b3:1"], cache, view, conf) == [
+    candidates = ["b1:1", "b2:1", "b3:1"]
+    assert filter_anti_affinity_group_owned_brokers("t/target/0x0_0x1", candidates, cache, view, conf) == [
         "b3:1"
     ]
 
@@ -257,7 +262,8 @@ def test_load_manager_class_filter_drops_other_classes_keeps_unreported() -> Non
 
 
 def test_version_filter_only_with_prefer_later_versions() -> None:
-    ld = load_data(b1_1=LocalBrokerData(broker_version_string="3.0.0"), b2_1=LocalBrokerData(broker_version_string="3.1.0"))
+    ld = load_data(b1_1=LocalBrokerData(broker_version_string="3.0.0"),
+                   b2_1=LocalBrokerData(broker_version_string="3.1.0"))
     assert broker_version_filter(["b1:1", "b2:1"], ld, ServiceConfig()) == ["b1:1", "b2:1"]
     assert broker_version_filter(["b1:1", "b2:1"], ld, ServiceConfig(prefer_later_versions=True)) == ["b2:1"]
 
@@ -272,7 +278,8 @@ def test_version_filter_only_with_prefer_later_versions() -> None:
     ],
 )
 def test_version_filter_semver_order(versions: dict[str, str], kept: list[str]) -> None:
-    ld = LoadData(broker_data={b: BrokerData(local_data=LocalBrokerData(broker_version_string=v)) for b, v in versions.items()})
+    ld = LoadData(broker_data={b: BrokerData(local_data=LocalBrokerData(broker_version_string=v))
+                               for b, v in versions.items()})
     assert broker_version_filter(list(versions), ld, ServiceConfig(prefer_later_versions=True)) == kept
 
 
@@ -307,7 +314,8 @@ def test_should_anti_affinity_namespace_unload() -> None:
     avail = ["b1:1", "b2:1", "b3:1"]
     target = "t/target/0x00000000_0xffffffff"
     # No group → always.
-    assert should_anti_affinity_namespace_unload("t/nogroup/0x0_0x1", "b1:1", avail, ld, PolicyView(), BundleRangeCache())
+    assert should_anti_affinity_namespace_unload("t/nogroup/0x0_0x1", "b1:1", avail, ld, PolicyView(),
+                                                 BundleRangeCache())
     # Group but nobody holds a group namespace → M empty → true.
     cache, view = anti_affinity_setup({})
     assert should_anti_affinity_namespace_unload(target, "b1:1", avail, ld, view, cache)

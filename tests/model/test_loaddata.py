@@ -91,8 +91,8 @@ def test_four_percent_usages_at_once_are_the_same_bits_as_one_at_a_time() -> Non
                 limit = rng.uniform(1.0, 1e7)
                 pairs.append((rng.uniform(0.0, 1.3) * limit, limit))
         rs = [ResourceUsage(usage=u, limit=lim) for u, lim in pairs]
-        assert outcome(lambda: _percent_usages(*rs)) == outcome(
-            lambda: tuple(r.percent_usage() for r in rs)), pairs
+        assert outcome(lambda rs=rs: _percent_usages(*rs)) == outcome(
+            lambda rs=rs: tuple(r.percent_usage() for r in rs)), pairs
 
     b = broker(cpu=(123.4, 400.0), mem=(1000.0, 4096.0), direct=(7.0, 0.0), bw_in=(3e6, 1e7), bw_out=(1.0, 3.0))
     assert b.percent_usages() == {attr: getattr(b, attr).percent_usage()

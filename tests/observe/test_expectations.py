@@ -179,8 +179,10 @@ def test_kpis_over_any_window_agree_with_the_rollup_definitions(tmp_path):
     ('kpi = "unloads"', "expect[0] = { kpi = unloads }: give min, max or both"),
     ('kpi = "unloads"\nmax = 3\nwithin = "1m"', "expect[0].within = 1m: only with after_event"),
     ('kpi = "unloads"\nmax = 3\nfrom = "10m"', "expect[0].from = 10m: past the scenario's duration"),
-    ('kpi = "publish_p9999"\nmax = 3\nto = "2m"', "expect[0].to = 2m: publish_p9999 is measured over the whole run only"),
-    ('kpi = "unloads"\nmax = 3\nafter_event = 0\nfrom = "1m"', "expect[0].after_event = 0: give after_event (+ within) or from / to, not both"),
+    ('kpi = "publish_p9999"\nmax = 3\nto = "2m"',
+     "expect[0].to = 2m: publish_p9999 is measured over the whole run only"),
+    ('kpi = "unloads"\nmax = 3\nafter_event = 0\nfrom = "1m"',
+     "expect[0].after_event = 0: give after_event (+ within) or from / to, not both"),
 ])
 def test_bad_expectations_are_one_line_exit_2(tmp_path, expect, needle):
     path = tmp_path / "bad.toml"

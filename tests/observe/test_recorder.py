@@ -94,7 +94,7 @@ def test_samples_come_in_blocks_on_the_interval_grid_straight_from_the_registry(
     assert inner and all(math.isclose(t / 15.0, round(t / 15.0)) for t in inner), inner
     assert all(b - a == pytest.approx(15.0) for a, b in zip(inner, inner[1:]))
     last = [(s["name"], s["labels"], s["value"]) for s in samples if s["t"] == t_end]
-    assert last == [(n, l, v) for n, l, v in expected]     # the same samples a scrape collects
+    assert last == [(n, labels, v) for n, labels, v in expected]     # the same samples a scrape collects
     assert all(set(s) == {"t", "name", "labels", "value"} for s in samples)
 
 

@@ -122,7 +122,7 @@ def reference(run_dir: str | Path, window: float, bound: float, minutes: float) 
     # ---- per broker: overload and thrashing
     next_tick = {t: (ticks[i + 1] if i + 1 < len(ticks) else span) for i, t in enumerate(ticks)}
     brokers_out: dict[str, dict[str, Any]] = {}
-    for s, (start, end) in bounds.items():
+    for s, (_start, end) in bounds.items():
         series: dict[str, list[tuple[float, float]]] = {}
         for (t, b), u in usage.items():
             if s in scopes_of(t):

@@ -10,6 +10,7 @@ import pytest
 from emulator.runtime import (NO_REPLY, Actor, ActorDead, ActorSystem, AskTimeout, Reply,
                               VirtualClock)
 from emulator.runtime.actor import FAIRNESS_BATCH
+import anyio.lowlevel
 
 
 @dataclass
@@ -147,7 +148,7 @@ async def test_asks_with_one_deadline_share_a_timer_and_expire_alone():
         # every ask answered before its deadline: the shared timer is cancelled, the clock stays
         assert await holder.ask("now", timeout=30.0) == "now"
         t = anyio.current_time()
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         assert len(system._deadlines) == 0 and anyio.current_time() == t
 
 
@@ -224,7 +225,7 @@ async def test_a_flooded_actor_yields_to_others():
     async with make_system() as system:
         busy = system.spawn(Busy("busy", system))
         observer = system.spawn(Observer("observer", system))
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         for _ in range(10 * FAIRNESS_BATCH):
             busy.tell("work")
         observer.tell("look")
@@ -556,7 +557,7 @@ async def test_ask_then_delivers_values_errors_timeouts_and_deaths_to_the_asker(
         calc.ask_then("slow", asker.then, "slow", asker=asker)
         await anyio.sleep(1.0)
         calc.kill()                                   # dies before answering
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         assert asker.got[3][:3] == ("slow", None, "ActorDead")
         assert not calc._open
         with pytest.raises(ActorDead):

@@ -43,7 +43,7 @@ def test_a_starved_process_does_not_move_emulated_time_it_lags_instead():
         await anyio.sleep(1.0)
         with anyio.fail_after(5.0):            # due at t = 6
             before = loop.time()
-            time.sleep(0.1)                    # 100 emulated s of real CPU starvation at speed 1000
+            time.sleep(0.1)  # noqa: ASYNC251 (blocking on purpose) 100 emulated s of real CPU starvation at speed 1000
             after = loop.time()
             await anyio.sleep(2.0)             # the work's own next step, due at t = 3
         return before, after, loop.time()

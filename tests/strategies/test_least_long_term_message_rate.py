@@ -58,7 +58,9 @@ def test_picks_least_loaded_broker_and_exposes_scores() -> None:
 
 def test_ties_are_broken_by_the_rng_over_sorted_ids() -> None:
     ld = LoadData(broker_data={"a:1": broker(5, 5), "b:1": broker(5, 5), "c:1": broker(9, 9)})
-    picks = {LeastLongTermMessageRate(random.Random(seed)).select_broker({"a:1", "b:1", "c:1"}, BundleData.default(), ld, CONF) for seed in range(40)}
+    picks = {LeastLongTermMessageRate(random.Random(seed)).select_broker({"a:1", "b:1", "c:1"}, BundleData.default(),
+                                                                         ld, CONF)
+             for seed in range(40)}
     assert picks == {"a:1", "b:1"}
     # The same seed gives the same pick, whatever the set's construction order.
     one = LeastLongTermMessageRate(random.Random(3)).select_broker({"b:1", "a:1"}, BundleData.default(), ld, CONF)
@@ -68,7 +70,8 @@ def test_ties_are_broken_by_the_rng_over_sorted_ids() -> None:
 
 def test_all_overloaded_means_random_among_all() -> None:
     ld = LoadData(broker_data={"a:1": broker(1, 1, cpu=99), "b:1": broker(0, 0, cpu=95)})
-    picks = {LeastLongTermMessageRate(random.Random(seed)).select_broker({"a:1", "b:1"}, BundleData.default(), ld, CONF) for seed in range(40)}
+    picks = {LeastLongTermMessageRate(random.Random(seed)).select_broker({"a:1", "b:1"}, BundleData.default(), ld, CONF)
+             for seed in range(40)}
     assert picks == {"a:1", "b:1"}
 
 

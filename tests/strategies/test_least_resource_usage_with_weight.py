@@ -36,7 +36,9 @@ def test_picks_among_brokers_below_average_minus_threshold() -> None:
 
 def test_no_broker_far_enough_below_average_means_all() -> None:
     ld = LoadData(broker_data={"a:1": broker(30), "b:1": broker(35)})
-    picks = {LeastResourceUsageWithWeight(random.Random(seed)).select_broker({"a:1", "b:1"}, BundleData.default(), ld, CONF) for seed in range(30)}
+    picks = {LeastResourceUsageWithWeight(random.Random(seed)).select_broker({"a:1", "b:1"}, BundleData.default(),
+                                                                             ld, CONF)
+             for seed in range(30)}
     assert picks == {"a:1", "b:1"}
 
 
@@ -62,7 +64,8 @@ def test_on_active_brokers_change_drops_history() -> None:
 
 def test_overloaded_broker_is_not_excluded() -> None:
     ld = LoadData(broker_data={"a:1": broker(99)})
-    assert LeastResourceUsageWithWeight(random.Random(0)).select_broker({"a:1"}, BundleData.default(), ld, CONF) == "a:1"
+    strategy = LeastResourceUsageWithWeight(random.Random(0))
+    assert strategy.select_broker({"a:1"}, BundleData.default(), ld, CONF) == "a:1"
 
 
 def test_empty_and_dataless_candidates_give_none() -> None:

@@ -11,7 +11,8 @@ import shedders
 import strategies
 
 MODULES = {
-    "import_error": ("import not_a_module_anywhere_12\n", "ModuleNotFoundError: No module named 'not_a_module_anywhere_12'"),
+    "import_error": ("import not_a_module_anywhere_12\n",
+                     "ModuleNotFoundError: No module named 'not_a_module_anywhere_12'"),
     "syntax_error": ("def f(:\n    pass\n", "SyntaxError: "),
     "raises_at_import": ("raise RuntimeError('boom at import')\n", "RuntimeError: boom at import"),
 }

@@ -34,7 +34,8 @@ async def test_run_until_stops_at_the_point_and_the_scenario_continues_after_it(
 @pytest.mark.asyncio
 async def test_a_scenario_file_runs_as_a_built_in_does(pulsar_scenario, tmp_path):
     path = tmp_path / "two.toml"
-    path.write_text('[scenario]\nname = "two"\ndescription = "two brokers, four bundles"\nduration = "10m"\nseed = 3\n[cluster]\nbrokers = 2\n'
+    path.write_text('[scenario]\nname = "two"\ndescription = "two brokers, four bundles"\nduration = "10m"\nseed = 3\n'
+                    '[cluster]\nbrokers = 2\n'
                     '[[namespaces]]\nname = "t/ns"\nbundles = 4\n'
                     '[[topics]]\ngroup = "g"\nnamespace = "t/ns"\ncount = 20\nname = "t-{i}"\n'
                     'rate = { distribution = "constant", rate = 100 }\n[clients]\ncount = 1\n')

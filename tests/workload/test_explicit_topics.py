@@ -38,8 +38,10 @@ def test_each_named_topic_publishes_its_own_rate():
     ('names = ["a/b"]', "e.toml: topics[0].names[0] = a/b: a local topic name must be non-empty and without '/'"),
     ('names = ["t", "u"]\nrate = { distribution = "explicit", rates = [1] }',
      "e.toml: topics[0].rate.rates = [1]: 1 rates for 2 topics; give one msg/s per topic, in order"),
-    ('count = 2\nrate = { rates = [1, 2] }', 'e.toml: topics[0].rate.rates = [1, 2]: only with distribution = "explicit"'),
-    ('names = ["t"]\nrate = { distribution = "explicit", rates = [-1] }', "e.toml: topics[0].rate.rates[0] = -1: must be >= 0"),
+    ('count = 2\nrate = { rates = [1, 2] }',
+     'e.toml: topics[0].rate.rates = [1, 2]: only with distribution = "explicit"'),
+    ('names = ["t"]\nrate = { distribution = "explicit", rates = [-1] }',
+     "e.toml: topics[0].rate.rates[0] = -1: must be >= 0"),
 ])
 def test_bad_explicit_topics_are_one_line_naming_the_key(body, message):
     with pytest.raises(ScenarioError) as e:

@@ -264,7 +264,7 @@ async def test_warm_start_the_leaders_first_view_is_the_traffic_model_not_the_de
         node = cluster.store.peek(paths.bundle_data_path(next(iter(plan.stats))))
         assert msgspec.json.decode(node, type=BundleData).long_term_data.num_samples == 6  # 3 brokers x 30m/15m
         # a warm broker's next stats period reports the same traffic (windows went on from the warm fill)
-        for broker_id, broker in cluster.brokers.items():
+        for broker in cluster.brokers.values():
             assert broker.windows.stats_updated_at - run.t0 > 50.0
             for bundle, stats in broker.windows.bundle_stats.items():
                 assert stats.msg_rate_in == pytest.approx(plan.stats[bundle].msg_rate_in, rel=1e-6)

@@ -152,7 +152,7 @@ async def test_live_switch_simple_modular_simple_keeps_the_invariants_and_change
 
         for target in (lm.MODULAR, lm.SIMPLE):
             cluster.set_config("loadManagerClassName", target)
-            await cluster.wait_until(lambda: all(b.load_manager.class_name == target
+            await cluster.wait_until(lambda target=target: all(b.load_manager.class_name == target
                                                  for b in cluster.brokers.values()), timeout=60)
             await cluster.wait_until(lambda: len(stored_reports(cluster)) == 3, timeout=10)
             shown = admin_report(cluster, broker)

@@ -28,7 +28,8 @@ from emulator.loadmanagers.simple.model.settings import SimpleSettings
 NO_POLICIES = PolicyView()
 
 
-def _usage(cpu=(10.0, 100.0), memory=(1024.0, 4096.0), bw_in=(250 * 1024, 1024 * 1024), bw_out=(550 * 1024, 1024 * 1024)):
+def _usage(cpu=(10.0, 100.0), memory=(1024.0, 4096.0), bw_in=(250 * 1024, 1024 * 1024),
+           bw_out=(550 * 1024, 1024 * 1024)):
     return SystemResourceUsage(cpu=ResourceUsage(*cpu), memory=ResourceUsage(*memory),
                                bandwidth_in=ResourceUsage(*bw_in), bandwidth_out=ResourceUsage(*bw_out))
 

@@ -50,7 +50,8 @@ def test_paths_and_json_are_pulsars():
     assert DEFAULT_RESOURCE_QUOTA_PATH == "/loadbalance/resource-quota/default"
     assert bundle_quota_path("t/ns/0x00000000_0xffffffff") == "/loadbalance/resource-quota/t/ns/0x00000000_0xffffffff"
     assert legacy_bundle_quota_path("t/ns/0x0_0x1") == "/loadbalance/resource-quota/namespace/t/ns/0x0_0x1"
-    text = '{"msgRateIn":40.0,"msgRateOut":120.0,"bandwidthIn":100000.0,"bandwidthOut":300000.0,"memory":80.0,"dynamic":true}'
+    text = ('{"msgRateIn":40.0,"msgRateOut":120.0,"bandwidthIn":100000.0,"bandwidthOut":300000.0,'
+            '"memory":80.0,"dynamic":true}')
     assert msgspec.json.encode(INITIAL_QUOTA).decode() == text
     assert msgspec.json.decode(text, type=ResourceQuota) == INITIAL_QUOTA
     assert not ResourceQuota().is_valid() and INITIAL_QUOTA.is_valid()

@@ -53,7 +53,8 @@ def test_estimated_load_takes_max_of_usage_and_quota_plus_preallocation():
                                   cpu_usage_by_msg_rate=0.025)
     assert ranking.estimated_load_percentage_cpu == pytest.approx(100 * 10.0 / 400)  # 0.025 x 400 msg/s
     assert ranking.estimated_load_percentage_memory == pytest.approx(100 * 1024 / 8192)
-    assert ranking.estimated_load_percentage_bandwidth_in == pytest.approx(100 * 1000 / 10000)  # 128000 B/s = 1000 Kbit/s
+    # 128000 B/s = 1000 Kbit/s
+    assert ranking.estimated_load_percentage_bandwidth_in == pytest.approx(100 * 1000 / 10000)
     assert ranking.estimated_load_percentage_bandwidth_out == pytest.approx(20.0)
     assert ranking.estimated_load_percentage == pytest.approx(20.0)
     assert ranking.allocated_load_percentage_memory == pytest.approx(12.5)
