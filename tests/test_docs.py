@@ -1,0 +1,41 @@
+"""The documentation pages hold what the code has: every named deviation (an `emulator_*` switch of
+ServiceConfig) is listed in docs/faithfulness.md with its default, and every page the README links exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+
+from emulator.model.config import ServiceConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_emulator_switch_is_documented_with_its_default():
+    text = (ROOT / "docs" / "faithfulness.md").read_text(encoding="utf-8")
+    documented = dict(re.findall(r"^\| `(emulator_\w+)` \| `(\w+)` \|", text, re.M))
+    switches = {f.name: str(f.default).lower() for f in msgspec.structs.fields(ServiceConfig)
+                if f.name.startswith("emulator_")}
+    assert switches, "no emulator_* switch found in ServiceConfig"
+    assert documented == switches
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_links_between_the_readme_and_the_docs_resolve():
+    pages = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    checked = 0
+    for page in pages:
+        for target, anchor in re.findall(r"\]\(([^)#:]+\.md)(?:#([^)]*))?\)", page.read_text(encoding="utf-8")):
+            linked = (page.parent / target).resolve()
+            assert linked.is_file(), f"{page.name}: {target}"
+            assert not anchor or anchor in _anchors(linked), f"{page.name}: {target}#{anchor}"
+            checked += 1
+    assert checked >= 10
