@@ -39,3 +39,26 @@ def test_links_between_the_readme_and_the_docs_resolve():
             assert not anchor or anchor in _anchors(linked), f"{page.name}: {target}#{anchor}"
             checked += 1
     assert checked >= 10
+
+
+def test_the_scenario_key_reference_is_the_schema():
+    """docs/scenarios.md's generated tables are the scenario Structs as they are; after a schema change,
+    `python3 -m tests.scenario_reference` rewrites them."""
+    from tests.scenario_reference import PAGE, generated_part, render
+
+    assert generated_part(PAGE.read_text(encoding="utf-8")) == render(), \
+        "the scenario schema changed: run `python3 -m tests.scenario_reference` and commit docs/scenarios.md"
+
+
+def test_the_scenario_key_reference_covers_every_section_of_the_file():
+    from emulator.workload.schema import Scenario
+    from tests.scenario_reference import render
+
+    headings = render()
+    free = {"settings", "latency"}          # free keys: Pulsar's names, operation names (said above the tables)
+    for field in msgspec.structs.fields(Scenario):
+        if field.name in free:
+            continue
+        name = field.encode_name
+        assert f"`[{name}]`" in headings or f"`[[{name}]]`" in headings or (
+            name == "events" and 'event `do = "' in headings), name
