@@ -62,3 +62,16 @@ def test_the_scenario_key_reference_covers_every_section_of_the_file():
         name = field.encode_name
         assert f"`[{name}]`" in headings or f"`[[{name}]]`" in headings or (
             name == "events" and 'event `do = "' in headings), name
+
+
+def test_every_exported_metric_is_in_the_metrics_page():
+    """Short runs under Modular, Simple and Extensible; each family they export has a row in
+    docs/metrics.md's "Every metric" table, with its type."""
+    from tests.metric_reference import exported
+
+    text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
+    section = text[text.index("## Every metric"):]
+    section = section[:section.index("\n## ")]
+    documented = set(re.findall(r"^\| `(\w+)` \| (\w+) \|", section, re.M))
+    found = {(name, typ) for families in exported().values() for name, (typ, _, _) in families.items()}
+    assert found - documented == set(), "add these to docs/metrics.md (python3 -m tests.metric_reference)"
