@@ -73,7 +73,7 @@ def _default(field: mi.Field) -> str:
         return "see below" if msgspec.structs.fields(value) else "{}"
     if isinstance(value, Duration):
         return f"`{float(value):g}s`"
-    return "`" + (msgspec.json.encode(value).decode() if value is not None else "none") + "`"
+    return "unset" if value is None else f"`{msgspec.json.encode(value).decode()}`"
 
 
 def _table(title: str, cls: type, intro: str = "") -> list[str]:
