@@ -25,7 +25,9 @@ import msgspec
 
 from .harness import Options, Row, judge, render_table, report
 
-DEFAULT_OUT = "bench-results.json"
+# under the repository's bench/ folder whatever the caller's directory; bench/results/ is gitignored,
+# since the JSON holds a machine's details and temporary paths
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "bench-results.json")
 # wall-clock limits of one child (s): a benchmark that has not finished by then gets a FAIL row
 # rather than holding the suite (and a shared machine) for ever
 TIME_LIMITS = {"restart": 2400.0, "restart_extensible": 3600.0, "restart_recorded": 3600.0, "scaling": 2400.0}
@@ -75,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="run only this benchmark (repeatable, or comma-separated): "
                         + ", ".join(_registry()))
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE",
-                   help=f"where to write the JSON (default {DEFAULT_OUT})")
+                   help="where to write the JSON (default bench/results/bench-results.json)")
     p.add_argument("--reps", type=int, default=None, metavar="N",
                    help="repetitions per figure (default: each benchmark's own)")
     p.add_argument("--seed", type=int, default=1)
@@ -186,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in crashed:
         r.passed = False
     doc = report(rows, opts, argv, started)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2, default=str)
         f.write("\n")

@@ -3,8 +3,8 @@
 Data, in the model layer so that a scenario's `[[expect]]` tables (the workload) can be checked
 against it without importing the observers that compute the values (`emulator/observe/kpis.py`,
 the roll-up's columns of the same names, the summary's figures through `summary.SUMMARY_KPIS`).
-This is the one list: the README's KPI table repeats each definition word for word (a test holds
-them equal), and the full rules (windows, ticks, resets) are in `emulator/pipeline/rollup.py`.
+This is the one list: the KPI table of docs/rollup.md repeats each definition word for word (a test
+holds them equal), and the full rules (windows, ticks, resets) are in `emulator/pipeline/rollup.py`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ coarse histogram buckets), `comparison` (per configuration: mean and 95 % confid
 seeds of every KPI; see `compare.py`).
 
 KPI definitions (the test recomputes each in plain Python; names and one-line definitions:
-emulator/model/kpi_registry.py and the README)
+emulator/model/kpi_registry.py and docs/rollup.md)
 ------------------------------------------------------------------------------------
 Times are emulated seconds. t0 = run.json `emulated_start` (0 if absent); `span` = `emulated_end`, or,
 for a run that did not finish, the largest `t` in any of its files. A *tick* is a distinct `t` at which

@@ -95,3 +95,18 @@ def test_options_repetitions_follow_quick_and_override():
     assert Options().repetitions(5, 3) == 5
     assert Options(quick=True).repetitions(5, 3) == 3
     assert Options(quick=True, reps=7).repetitions(5, 3) == 7
+
+
+def test_the_json_goes_under_bench_results_which_git_ignores():
+    from bench.__main__ import _parser
+
+    assert Path(_parser().parse_args([]).out) == ROOT / "bench" / "results" / "bench-results.json"
+    assert "bench/results/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+
+
+def test_out_creates_its_folder(tmp_path):
+    out = tmp_path / "new" / "folder" / "mailbox.json"
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--in-process", "--only", "mailbox",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == ["mailbox"]

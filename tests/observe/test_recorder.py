@@ -236,7 +236,7 @@ def test_plain_recordings_and_pandas_read_the_same_lines(tmp_path):
     for name in ("samples.jsonl", "decisions.jsonl", "events.jsonl"):
         assert gzip.decompress((tmp_path / "gz" / (name + ".gz")).read_bytes()) == \
             (tmp_path / "plain" / name).read_bytes()
-    import pandas   # a test dependency: the README says recordings read with pandas
+    import pandas   # a test dependency: docs/metrics.md says recordings read with pandas
     frame = pandas.read_json(tmp_path / "gz" / "samples.jsonl.gz", lines=True)
     assert len(frame) == len(read_lines(tmp_path / "plain" / "samples.jsonl"))
 
