@@ -348,3 +348,17 @@ def test_the_plan_sums_bundles_as_the_load_source_does():
     total = sum(msg_rate(s) for s in plan.stats.values())
     rates = Workload(scenario).traffic.rates(0.0)
     assert total == pytest.approx(float(rates.sum()) * 3)   # in, plus out to 2 consumers
+
+
+def test_an_empty_stated_owner_is_placed_by_the_generator_as_snapshot_to_scenario_writes_it():
+    """`snapshot to-scenario` writes "" for a bundle nobody owned: the loader takes it, and the plan
+    gives that bundle the generator's owner (here all_on: gamma) while the stated ones stay."""
+    scenario = loads(EXPLICIT.replace('owners = ["beta:8080", "alpha:8080", "beta",',
+                                      'owners = ["beta:8080", "", "beta",'), "explicit.toml")
+    from emulator.workload.build import Workload
+
+    owners = Workload(scenario).initial.owners
+    split = NamespaceBundles.from_boundaries(
+        "t/split", [0, 0x10000000, 0x30000000, 0x80000000, 0xC0000000, 0xFFFFFFFF])
+    assert [owners[b] for b in split.names] == ["beta:8080", "gamma:8080", "beta:8080", "alpha:8080",
+                                                "gamma:8080"]
