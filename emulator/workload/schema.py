@@ -17,7 +17,7 @@
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
     [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
-    [[isolation_policies]]  name, namespaces (regexes), primary, secondary (broker host regexes),
+    [[isolation_policies]]  name, namespaces (regexes), primary, secondary (broker regexes: host or host:port),
                         auto_failover_policy = { policy_type = "min_available",
                         parameters = { min_limit = "1", usage_threshold = "80" } } (Pulsar's
                         NamespaceIsolationData; stored at /admin/clusters/<cluster>/namespaceIsolationPolicies)
@@ -636,7 +636,8 @@ class AutoFailoverSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 class IsolationPolicySpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One namespace isolation policy (NamespaceIsolationData). Regexes are full matches: namespaces
-    against `tenant/ns`, primary and secondary against broker hosts (no port)."""
+    against `tenant/ns`, primary and secondary against the broker id `host:port` and then its host
+    (newer Pulsar's NamespaceIsolationPolicyImpl.matchesBrokerRegex)."""
 
     name: str
     namespaces: list[str]
