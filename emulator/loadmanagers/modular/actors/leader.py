@@ -345,6 +345,13 @@ class LoadManagerLeader(Actor):
             if dest == broker:
                 self._skip(broker, bundle, "destination is the current owner", stats, trace=trace)
                 continue
+            if dest not in self._available:
+                # the admin call's NamespacesBase.setNamespaceBundleAffinityAsync: the destination must be
+                # among getAvailableBrokersAsync(), else NotAllowedException and no unload (the leader's
+                # load data can still hold a broker that left since its last update)
+                self._skip(broker, bundle, "unload failed: Not allowed unload namespace bundle to inactive "
+                           f"destination broker {dest}", stats, trace=trace)
+                continue
             self.affinity[bundle.rsplit("/", 1)[1]] = dest
             result = await self.admin(broker, UnloadBundle(bundle))
             if not result.ok:
