@@ -83,6 +83,14 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
             return Selection(choose(self.rng, scored), scores, fallback=ALL_OVERLOADED_RANDOM)
         return Selection(choose(self.rng, best), scores)
 
+    def warm_up(self, load_data: LoadData, conf: ServiceConfig) -> None:
+        """A scenario's warm start: the history as after the warm time's steady traffic, each broker's
+        weighted max usage now (the EMA's fixed point: a steady usage is its own next value). Without
+        it the first decision after the warm start would score from an empty history, as only a
+        cold cluster's first lookup does."""
+        for broker, broker_data in sorted(load_data.broker_data.items()):
+            self.history[broker] = weighted_max_usage(broker_data.local_data, conf)
+
     def on_active_brokers_change(self, active_brokers: set[str]) -> None:
         for broker in [b for b in self.history if b not in active_brokers]:
             del self.history[broker]

@@ -108,19 +108,24 @@ class PolicyCache:
         return False
 
     async def refresh(self) -> PolicyView:
-        """Re-read the stale parts and return the new view (the old one if nothing was stale)."""
-        while self.stale:
+        """Re-read the stale parts and return the new view (the old one if nothing was stale).
+
+        A caller that arrives while another reads waits for that read and looks again: the reader
+        clears the stale marks before its reads answer, so `stale` alone would hand it the view from
+        before the change (Pulsar's metadata cache answers such a caller with the load in flight)."""
+        while True:
             busy = self._busy
             if busy is not None:  # another caller is reading: wait for it, then look again
                 await busy.wait()
                 continue
+            if not self.stale:
+                return self.view
             busy = self._busy = anyio.Event()
             try:
                 await self._refresh()
             finally:
                 self._busy = None
                 busy.set()
-        return self.view
 
     async def _refresh(self) -> None:
         if self._stale_isolation:

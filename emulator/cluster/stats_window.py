@@ -142,7 +142,12 @@ class BrokerWindows:
                     t = seg.until
                     self._integrate(t)
                     nxt = curves(self.broker_id, t, topics)
-                    if nxt is None or nxt.until <= t:   # pragma: no cover - a source's bug
+                    if nxt is None:
+                        # no closed form from t on: a ramp began there and ended before `now`
+                        # (shorter than a tick); what follows t is counted as the form in force
+                        # now, from t on, as a sample taken now would be
+                        break
+                    if nxt.until <= t:   # pragma: no cover - a source's bug
                         raise RuntimeError(f"{self.load_source!r}.bundle_curves at t={t}: no piece "
                                            f"after the one that ended there")
                     self._seg = seg = nxt

@@ -153,18 +153,17 @@ def apply_namespace_policies(
     primaries: list[str] = []
     secondaries: list[str] = []
     for broker in sorted(set(available)):
-        host = parse_broker_host(broker)
-        if host is None:
+        if parse_broker_host(broker) is None:   # an id without a port: Pulsar skips it
             continue
         if iso is not None:
-            if iso.is_primary_broker(host):
+            if iso.is_primary_broker(broker):
                 primaries.append(broker)
-            elif iso.is_secondary_broker(host):
+            elif iso.is_secondary_broker(broker):
                 secondaries.append(broker)
         else:
             if not _broker_flag(load_data, broker, non_persistent):
                 continue
-            if policies.is_shared_broker(host):
+            if policies.is_shared_broker(broker):
                 secondaries.append(broker)
     if iso is not None:
         result = list(primaries)

@@ -79,8 +79,29 @@ class AutoFailoverPolicyData(msgspec.Struct, forbid_unknown_fields=True):
         return primary_candidates < self.min_limit
 
 
+def _strip_port(broker: str) -> str | None:
+    """The host of `host:port` (the last ':', so IPv6-safe), None without a numeric port."""
+    idx = broker.rfind(":")
+    if idx <= 0 or idx == len(broker) - 1 or not broker[idx + 1:].isdigit():
+        return None
+    return broker[:idx]
+
+
+def _matches_broker(regexes: list[str], broker: str) -> bool:
+    """NamespaceIsolationPolicyImpl.matchesBrokerRegex (apache/pulsar master): brokers are named by
+    host or by `host:port` (as `pulsar-admin brokers list` prints them) and a policy may use either
+    form, so a `host:port` is matched whole first and then by its host. Pulsar 3.0 matched the host
+    only, so a policy naming `broker-1:8080` matched nothing there; the callers here pass the broker
+    id (`host:port`), which keeps every host regex's answer and adds the `host:port` ones."""
+    if any(re.fullmatch(p, broker) for p in regexes):
+        return True
+    host = _strip_port(broker)
+    return host is not None and any(re.fullmatch(p, host) for p in regexes)
+
+
 class NamespaceIsolationPolicy(msgspec.Struct, forbid_unknown_fields=True):
-    """Pulsar's NamespaceIsolationData: regexes over namespaces and over broker *hosts* (no port).
+    """Pulsar's NamespaceIsolationData: regexes over namespaces and over brokers, as a host or as
+    `host:port` (see `_matches_broker`).
 
     Every match is a Java `String.matches`, i.e. a full match.
     """
@@ -106,11 +127,12 @@ class NamespaceIsolationPolicy(msgspec.Struct, forbid_unknown_fields=True):
     def matches_namespace(self, namespace: str) -> bool:
         return any(re.fullmatch(p, namespace) for p in self.namespaces)
 
-    def is_primary_broker(self, host: str) -> bool:
-        return any(re.fullmatch(p, host) for p in self.primary)
+    def is_primary_broker(self, broker: str) -> bool:
+        """`broker` (a broker id `host:port`, or a host) matches a primary regex (`_matches_broker`)."""
+        return _matches_broker(self.primary, broker)
 
-    def is_secondary_broker(self, host: str) -> bool:
-        return any(re.fullmatch(p, host) for p in self.secondary)
+    def is_secondary_broker(self, broker: str) -> bool:
+        return _matches_broker(self.secondary, broker)
 
     def should_failover(self, primary_candidates: int) -> bool:
         return self.auto_failover_policy.should_failover(primary_candidates)
@@ -228,11 +250,11 @@ class PolicyView:
         TopKBundles and TransferShedder skip such bundles)."""
         return self.isolation_policy(namespace) is not None
 
-    def is_shared_broker(self, host: str) -> bool:
-        """A host is shared iff no isolation policy lists it as primary (true with no policies)."""
+    def is_shared_broker(self, broker: str) -> bool:
+        """A broker is shared iff no isolation policy lists it as primary (true with no policies)."""
         if not self._isolation:   # asked per broker per decision: most clusters have no policy
             return True
-        return not any(p.is_primary_broker(host) for p in self._isolation)
+        return not any(p.is_primary_broker(broker) for p in self._isolation)
 
     # -- local policies --------------------------------------------------------------------------
 

@@ -107,7 +107,11 @@ def plan_initial(scenario: Scenario, traffic: TrafficModel, conf: ServiceConfig)
     for name, nb in layout.items():
         spec = given.get(name)
         if spec is not None and spec.owners is not None:
-            fixed.update(zip(nb.names, (_broker_id(o) for o in spec.owners)))
+            for bundle, owner in zip(nb.names, spec.owners):
+                if owner:
+                    fixed[bundle] = _broker_id(owner)
+                else:   # "": unowned in the snapshot; the generator places it with the free ones
+                    free.append(bundle)
         else:
             free.extend(nb.names)
     rates = {b: msg_rate(stats[b]) for b in free}

@@ -593,7 +593,8 @@ class _Checker:
                     raise self.fail(nat + ["owners"], f"{len(ns.owners)} owners for {count} bundles; "
                                     "give one broker per bundle, in bundle order")
                 for j, owner in enumerate(ns.owners):
-                    self.initial_owner(nat + ["owners", j], owner, ids)
+                    if owner:   # "": no stated owner (what `snapshot to-scenario` writes for an unowned bundle)
+                        self.initial_owner(nat + ["owners", j], owner, ids)
 
     def initial_owner(self, at: list[Seg], name: str, ids: list[str]) -> str:
         bid = name if ":" in name else f"{name}:8080"

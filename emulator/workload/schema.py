@@ -17,7 +17,7 @@
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
     [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
-    [[isolation_policies]]  name, namespaces (regexes), primary, secondary (broker host regexes),
+    [[isolation_policies]]  name, namespaces (regexes), primary, secondary (broker regexes: host or host:port),
                         auto_failover_policy = { policy_type = "min_available",
                         parameters = { min_limit = "1", usage_threshold = "80" } } (Pulsar's
                         NamespaceIsolationData; stored at /admin/clusters/<cluster>/namespaceIsolationPolicies)
@@ -54,7 +54,7 @@ ownership lock written as Pulsar writes it and the clients connecting to it:
     [[initial.namespaces]]
     name = "tenant/ns"
     boundaries = ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]   # optional, any split state
-    owners = ["broker-1:8080", "broker-2:8080", "broker-1:8080"]           # optional, one per bundle
+    owners = ["broker-1:8080", "", "broker-1:8080"]   # optional, one per bundle ("": the generator places it)
 
 Explicit topics (what `pulsar-lb-emulator snapshot to-scenario` writes): a group may list its topics'
 local names instead of `count` and `name`, and give each its own base rate:
@@ -440,7 +440,9 @@ class InitialNamespace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """Ascending hex boundaries from "0x00000000" to "0xffffffff" (N + 1 values for N bundles);
     default: the [[namespaces]] bundle count in equal ranges."""
     owners: list[str] | None = None
-    """One broker per bundle, in bundle order; default: the [initial] owners generator."""
+    """One broker per bundle, in bundle order ("" for a bundle without a stated owner, as `snapshot
+    to-scenario` writes an unowned one: the [initial] owners generator places it); default: the
+    generator for every bundle."""
 
 
 class InitialSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -634,7 +636,8 @@ class AutoFailoverSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 class IsolationPolicySpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One namespace isolation policy (NamespaceIsolationData). Regexes are full matches: namespaces
-    against `tenant/ns`, primary and secondary against broker hosts (no port)."""
+    against `tenant/ns`, primary and secondary against the broker id `host:port` and then its host
+    (newer Pulsar's NamespaceIsolationPolicyImpl.matchesBrokerRegex)."""
 
     name: str
     namespaces: list[str]

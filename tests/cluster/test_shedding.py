@@ -155,3 +155,43 @@ async def test_the_leader_dies_mid_shedding_and_the_next_leader_carries_on():
         later = unloads[n_before:]
         assert all(d.t > killed_at for d in later)
         await cluster.wait_until(lambda: client.connected_count() == 400, timeout=600)
+
+
+class _PlanOne:
+    """A shedder that plans one given unload (the pair is set by the test)."""
+
+    pair: tuple[str, str] = ("", "")
+
+    def find_bundles_for_unloading(self, load_data, conf) -> list[tuple[str, str]]:
+        return [self.pair]
+
+    def on_active_brokers_change(self, active_brokers) -> None:
+        pass
+
+    def on_unload_attempt_completed(self, planned) -> None:
+        pass
+
+
+@pytest.mark.asyncio
+async def test_the_leader_does_not_unload_to_a_destination_that_is_no_longer_active():
+    """doLoadShedding unloads through the admin call, whose setNamespaceBundleAffinityAsync refuses a
+    destination outside getAvailableBrokersAsync(): the bundle stays, the skip says why."""
+    from emulator.cluster.events import UnloadSkipped
+
+    async with emulated_cluster(3, seed=53, namespaces={NS: 4}) as cluster:
+        client = cluster.add_client()
+        client.create_handles(topics(20))
+        await cluster.wait_until(lambda: client.connected_count() == 20, timeout=60)
+        leader = cluster.brokers[cluster.leader()].load_manager.leader_actor
+        bundle, owner = sorted(cluster.ownership().items())[0]
+        shedder = _PlanOne()
+        shedder.pair = (owner, bundle)
+        leader.shedder = shedder
+        leader.lm.select_broker = lambda b: ("broker-9:8080", None)   # left since the last update
+        skipped, unloads = decisions(cluster, UnloadSkipped), decisions(cluster, Unload)
+        assert await leader.do_load_shedding() == []
+        assert unloads == []
+        assert [(s.bundle, s.reason) for s in skipped] == [
+            (bundle, "unload failed: Not allowed unload namespace bundle to inactive destination broker "
+                     "broker-9:8080")]
+        assert cluster.owner_of(bundle) == owner and bundle.rsplit("/", 1)[1] not in leader.affinity

@@ -304,3 +304,41 @@ def test_the_closed_form_gives_the_exact_period_mean_and_fine_sampling_converges
     once.track(0.0, {"x": {}})
     once.track(60.0, {"x": {}})
     assert once.update_stats(60.0)["x"].msg_rate_in == pytest.approx(want, rel=1e-12)
+
+
+SHORT_RAMP = """
+[scenario]
+name = "short-ramp"
+description = "a traffic ramp shorter than a report tick, between two ticks"
+duration = "3m"
+seed = 1
+[cluster]
+brokers = 2
+[[namespaces]]
+name = "t/ns"
+bundles = 4
+[[topics]]
+group = "g"
+namespace = "t/ns"
+count = 20
+name = "t-{i}"
+rate = { distribution = "constant", rate = 100 }
+patterns = [{ kind = "ramp", start = "61s", end = "63s", to_factor = 2 }]
+[clients]
+count = 1
+"""
+
+
+@pytest.mark.asyncio
+async def test_a_ramp_shorter_than_a_tick_is_counted_not_a_broker_failure(pulsar_scenario, tmp_path):
+    """The closed form before the ramp ends at its start; no closed form holds inside it, and the
+    next tick comes after its end: the windows go on from the ramp's start with the form in force
+    at the tick (it used to raise "no piece after the one that ended there" in every broker)."""
+    path = tmp_path / "short-ramp.toml"
+    path.write_text(SHORT_RAMP)
+    async with pulsar_scenario(str(path)) as scenario:
+        await scenario.run_until("3m")
+        cluster = scenario.cluster
+        assert sorted(cluster.live_brokers()) == ["broker-1:8080", "broker-2:8080"]
+        rate_in = sum(s.msg_rate_in for b in cluster.brokers.values() for s in b.windows.bundle_stats.values())
+        assert rate_in == pytest.approx(2 * 20 * 100, rel=1e-6)   # the ramp's end: twice the base rate

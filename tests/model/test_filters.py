@@ -147,6 +147,25 @@ def test_regexes_are_full_matches_on_the_host() -> None:
     ]
 
 
+
+def test_a_policy_may_name_brokers_as_host_port_as_newer_pulsar_matches_them() -> None:
+    """NamespaceIsolationPolicyImpl.matchesBrokerRegex (master): `host:port` is matched whole, then by
+    its host. A policy written from `pulsar-admin brokers list` (`b1:8080`) isolates b1, and only on
+    that port; the host regexes answer as before."""
+    policy = NamespaceIsolationPolicy(namespaces=["public/iso"], primary=["b1:8080"], secondary=["b2"])
+    view = PolicyView(ClusterPolicies(isolation={"p": policy}))
+    ld = load_data(b1_8080=LocalBrokerData(), b1_8081=LocalBrokerData(), b2_8080=LocalBrokerData(),
+                   b3_8080=LocalBrokerData())
+    brokers = ["b1:8080", "b1:8081", "b2:8080", "b3:8080"]
+    assert apply_namespace_policies("public/iso/0x00000000_0xffffffff", brokers, ld, view) == ["b1:8080"]
+    # b1:8080 is a primary of a policy, so not shared; b1:8081 is
+    assert apply_namespace_policies(BUNDLE, brokers, ld, view) == ["b1:8081", "b2:8080", "b3:8080"]
+    assert policy.is_primary_broker("b1:8080")
+    assert not policy.is_primary_broker("b1") and not policy.is_primary_broker("b1:80800")
+    assert policy.is_secondary_broker("b2:8080") and policy.is_secondary_broker("b2")
+    assert not policy.is_secondary_broker("b2:http")   # no numeric port: matched whole only
+
+
 # --------------------------------------------------------------------------- §4.2
 
 

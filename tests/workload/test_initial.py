@@ -348,3 +348,46 @@ def test_the_plan_sums_bundles_as_the_load_source_does():
     total = sum(msg_rate(s) for s in plan.stats.values())
     rates = Workload(scenario).traffic.rates(0.0)
     assert total == pytest.approx(float(rates.sum()) * 3)   # in, plus out to 2 consumers
+
+
+def test_an_empty_stated_owner_is_placed_by_the_generator_as_snapshot_to_scenario_writes_it():
+    """`snapshot to-scenario` writes "" for a bundle nobody owned: the loader takes it, and the plan
+    gives that bundle the generator's owner (here all_on: gamma) while the stated ones stay."""
+    scenario = loads(EXPLICIT.replace('owners = ["beta:8080", "alpha:8080", "beta",',
+                                      'owners = ["beta:8080", "", "beta",'), "explicit.toml")
+    from emulator.workload.build import Workload
+
+    owners = Workload(scenario).initial.owners
+    split = NamespaceBundles.from_boundaries(
+        "t/split", [0, 0x10000000, 0x30000000, 0x80000000, 0xC0000000, 0xFFFFFFFF])
+    assert [owners[b] for b in split.names] == ["beta:8080", "gamma:8080", "beta:8080", "alpha:8080",
+                                                "gamma:8080"]
+
+
+@pytest.mark.asyncio
+async def test_warm_start_fills_the_placement_strategys_own_history():
+    """LeastResourceUsageWithWeight keeps a per-broker EMA of its own: warm, it holds each broker's
+    weighted usage of the warm traffic (the EMA's fixed point), not nothing until the first lookup."""
+    from emulator.model.selection import weighted_max_usage
+
+    scenario = loads(WARM.replace('shedder = "ThresholdShedder"',
+                                  'shedder = "ThresholdShedder"\nplacement = "LeastResourceUsageWithWeight"'),
+                     "warm.toml")
+    seen: dict[str, object] = {}
+    async with observed(scenario) as run:
+        cluster = run.cluster
+
+        def on_event(e):
+            if isinstance(e, WarmStarted) and not seen:
+                leader = _leader(cluster)
+                seen["history"] = dict(leader.placement.history)
+                seen["live"] = set(cluster.live_brokers())
+                seen["usage"] = {b: weighted_max_usage(d.local_data, cluster.conf)
+                                 for b, d in leader.lm.load_data.broker_data.items()}
+
+        cluster.events.subscribe(on_event)
+        await run.sleep_until(75)
+    assert seen, "no warm start"
+    assert set(seen["history"]) == seen["live"] == set(seen["usage"])
+    assert seen["history"] == pytest.approx(seen["usage"])
+    assert all(v > 0 for v in seen["history"].values())

@@ -107,6 +107,15 @@ def test_isolation_policies_primary_and_secondary(min_limit: int, available: lis
     assert set(result) == {f"broker{i}:8080" for i in kept}
 
 
+
+def test_isolation_policies_naming_brokers_as_host_port() -> None:
+    """Newer Pulsar (NamespaceIsolationPolicyImpl.matchesBrokerRegex) matches a `host:port` regex
+    against the broker id: primary=broker1:8080 keeps broker1:8080 and not broker1:8081."""
+    policies = PolicyView(ClusterPolicies(isolation={"p": NamespaceIsolationPolicy(
+        namespaces=["my-tenant/my-ns"], primary=["broker1:8080"], secondary=["broker2:8080"])}))
+    brokers = {b: lookup() for b in ["broker1:8080", "broker1:8081", "broker2:8080", "broker3:8080"]}
+    assert set(broker_isolation_policies_filter(brokers, BUNDLE, ctx(policies=policies))) == {"broker1:8080"}
+
 def test_isolation_filter_with_persistent_or_non_persistent_disabled() -> None:
     def run(non_persistent: bool, **flags: tuple[bool, bool]) -> set[str]:
         brokers = {f"broker{i}:8080": lookup(persistent=flags.get(f"b{i}", (True, True))[0],

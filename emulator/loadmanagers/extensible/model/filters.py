@@ -130,19 +130,18 @@ def apply_isolation_policies(
     primaries: list[str] = []
     secondaries: list[str] = []
     for broker, data in brokers.items():
-        host = parse_broker_host(broker)
-        if host is None:
+        if parse_broker_host(broker) is None:   # an id without a port: Pulsar skips it
             continue
         if policy is not None:
-            if policy.is_primary_broker(host):
+            if policy.is_primary_broker(broker):
                 primaries.append(broker)
-            elif policy.is_secondary_broker(host):
+            elif policy.is_secondary_broker(broker):
                 secondaries.append(broker)
         elif non_persistent and not data.non_persistent_topics_enabled:
             continue
         elif not non_persistent and not data.persistent_topics_enabled:
             continue
-        elif context.policies.is_shared_broker(host):
+        elif context.policies.is_shared_broker(broker):
             secondaries.append(broker)
     if policy is None:
         return secondaries

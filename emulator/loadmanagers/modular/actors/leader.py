@@ -261,13 +261,18 @@ class LoadManagerLeader(Actor):
         """A scenario's warm start: the shedder's history as after `cycles` shedding cycles over the
         current load data. A shedder with history says how in `warm_up(load_data, conf, cycles)`
         (ThresholdShedder: its EMA step per cycle, as getBrokerAvgUsage makes it); AvgShedder's hit
-        counters start empty as in Pulsar, and shedders without history have nothing to fill.
-        Returns the number of brokers the shedder saw."""
+        counters start empty as in Pulsar, and shedders without history have nothing to fill. A
+        placement strategy with history of its own (LeastResourceUsageWithWeight's per-broker EMA)
+        is warmed the same way, by its `warm_up(load_data, conf)`. Returns the number of brokers the
+        shedder saw."""
         assert self.lm is not None
         warm_up = getattr(self.shedder, "warm_up", None)
         load_data = self.lm.shedding_view(self.shedder)
         if warm_up is not None and cycles > 0:
             warm_up(load_data, self.conf, cycles)
+        warm_placement = getattr(self.placement, "warm_up", None)
+        if warm_placement is not None and self.placement is not self.shedder:   # AvgShedder: both roles
+            warm_placement(self.lm.load_data, self.conf)
         self.events.emit(ShedderWarmed(shedder=type(self.shedder).__name__, cycles=cycles,
                                        brokers=len(load_data.broker_data)))
         return len(load_data.broker_data)
@@ -344,6 +349,13 @@ class LoadManagerLeader(Actor):
                 continue
             if dest == broker:
                 self._skip(broker, bundle, "destination is the current owner", stats, trace=trace)
+                continue
+            if dest not in self._available:
+                # the admin call's NamespacesBase.setNamespaceBundleAffinityAsync: the destination must be
+                # among getAvailableBrokersAsync(), else NotAllowedException and no unload (the leader's
+                # load data can still hold a broker that left since its last update)
+                self._skip(broker, bundle, "unload failed: Not allowed unload namespace bundle to inactive "
+                           f"destination broker {dest}", stats, trace=trace)
                 continue
             self.affinity[bundle.rsplit("/", 1)[1]] = dest
             result = await self.admin(broker, UnloadBundle(bundle))
