@@ -15,6 +15,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from emulator.model.suggest import did_you_mean
+
 PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
 EXTENSIONS_PACKAGE = "org.apache.pulsar.broker.loadbalance.extensions."
 """The Extensible load manager's classes: registered by their full names, with their own protocol."""
@@ -57,7 +59,9 @@ class ClassRegistry:
                              f"{type(e).__name__}: {_one_line(e)}") from None
         cls = getattr(module, class_name, None)
         if cls is None:
-            raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}")
+            classes = [n for n, v in vars(module).items() if isinstance(v, type)]
+            raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}"
+                             + did_you_mean(class_name, classes))
         self.check_class(path, cls)
         return cls
 
@@ -81,8 +85,8 @@ class ClassRegistry:
         if entry is None:
             if ":" in key:
                 return self.import_class(key)
-            raise ValueError(f"unknown {self._kind} {name!r}; known: {', '.join(self.names())} "
-                             "(or give your own class as 'pkg.module:Class')")
+            raise ValueError(f"unknown {self._kind} {name!r}{did_you_mean(key, self.names())}; known: "
+                             f"{', '.join(self.names())} (or give your own class as 'pkg.module:Class')")
         if isinstance(entry, str):
             entry = self.import_class(entry)
             self._entries[key] = entry
