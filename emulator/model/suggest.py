@@ -28,10 +28,13 @@ CUTOFF = 0.6
 
 
 def _variants(word: str) -> list[str]:
-    """`word` lower-cased, and its last dotted part when it has one (a Java class name)."""
-    lower = word.strip().lower()
-    tail = lower.rsplit(".", 1)[-1]
-    return [lower] if tail == lower or not tail else [lower, tail]
+    """`word` lower-cased, and the class name of a Java class name (`org.apache....ThresholdShedder`:
+    dotted, the last part capitalized; `s.toml` is no class name)."""
+    word = word.strip()
+    head, dot, tail = word.rpartition(".")
+    if dot and head and tail[:1].isupper() and "/" not in word:
+        return [word.lower(), tail.lower()]
+    return [word.lower()]
 
 
 def _typo(typed: str, known: str) -> bool:

@@ -32,7 +32,7 @@ from emulator.model.config import (LOAD_MANAGER_CLASSES, ConfigError, ServiceCon
                                    is_dynamic_configuration, property_text,
                                    validate_dynamic_configuration)
 from emulator.model.durations import format_duration
-from emulator.model.suggest import did_you_mean
+from emulator.model.suggest import close_matches, did_you_mean
 
 from . import limits
 from .errors import MISSING, ScenarioError
@@ -102,7 +102,7 @@ def load_file(path: str | os.PathLike[str]) -> Scenario:
                                 "scenario file")
         text = Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ScenarioError(source, None, MISSING, "no such scenario file") from None
+        raise ScenarioError(source, None, MISSING, "no such scenario file" + _nearby_file(source)) from None
     except IsADirectoryError:
         raise ScenarioError(source, None, MISSING, "is a directory, not a scenario file") from None
     except UnicodeDecodeError as e:
@@ -110,6 +110,17 @@ def load_file(path: str | os.PathLike[str]) -> Scenario:
     except OSError as e:
         raise ScenarioError(source, None, MISSING, f"cannot read the file ({e.strerror})") from None
     return loads(text, source)
+
+
+def _nearby_file(source: str) -> str:
+    """" (did you mean scenarios/overloading.toml?)": the closest .toml file of the same folder, or ""."""
+    path = Path(source)
+    try:
+        names = [p.name for p in path.parent.iterdir() if p.suffix == ".toml"]
+    except OSError:
+        return ""
+    found = close_matches(path.name, names)
+    return f" (did you mean {path.with_name(found[0]) if str(path.parent) != '.' else found[0]}?)" if found else ""
 
 
 def from_dict(raw: dict[str, Any], source: str) -> Scenario:

@@ -36,6 +36,7 @@ def test_a_typo_finds_the_known_name(word, choices, expected):
     ("sine", ["steady", "ramp", "spike", "diurnal", "noise"]),
     ("", SCENARIOS),
     ("default", SCENARIOS),             # the name itself is never suggested
+    ("defualt.toml", ["pyproject.toml"]),   # only a Java class name is compared by its last dotted part
 ])
 def test_nothing_close_is_no_hint(word, choices):
     assert did_you_mean(word, choices) == ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from emulator.model.config import ConfigError, ServiceConfig
@@ -9,6 +11,7 @@ from emulator.workload import library, loader
 from emulator.workload.build import cluster_settings, client_settings, service_config
 from emulator.model.durations import format_duration, parse_duration
 from emulator.workload.errors import ScenarioError
+from emulator.workload.loader import load_file
 from emulator.workload.schema import AddBrokers, SpikeEvent
 
 BASE = """\
@@ -263,3 +266,13 @@ def test_bad_durations(bad):
 def test_format_duration():
     assert [format_duration(x) for x in (7200, 5400, 45, 0, 1.5, 3725)] == [
         "2h", "1h30m", "45s", "0s", "1.5s", "1h2m5s"]
+
+
+def test_a_missing_scenario_file_names_the_closest_file_of_its_folder(tmp_path):
+    (tmp_path / "overloading.toml").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(ScenarioError, match=r"overloadin\.toml: no such scenario file \(did you mean "
+                                            rf"{re.escape(str(tmp_path / 'overloading.toml'))}\?\)$"):
+        load_file(tmp_path / "overloadin.toml")
+    with pytest.raises(ScenarioError, match=r"notes\.toml: no such scenario file$"):   # .toml files only
+        load_file(tmp_path / "notes.toml")
