@@ -423,7 +423,7 @@ class _Checker:
         for i, g in enumerate(self.s.topics):
             at: list[Seg] = ["topics", i]
             if g.namespace not in self.namespaces:
-                raise self.fail(at + ["namespace"], self._namespace_hint())
+                raise self.fail(at + ["namespace"], self._namespace_hint(g.namespace))
             label = g.label(i)
             if label in self.groups:
                 raise self.fail(at + ["group"], f"topic group name used twice (also topics[{self.groups[label]}])",
@@ -491,7 +491,7 @@ class _Checker:
             raise self.fail(at + ["group"], "no such topic group" + did_you_mean(sel.group, self.groups)
                             + "; known: " + (", ".join(self.groups) or "none"))
         if sel.namespace is not None and sel.namespace not in self.namespaces:
-            raise self.fail(at + ["namespace"], self._namespace_hint())
+            raise self.fail(at + ["namespace"], self._namespace_hint(sel.namespace))
         for j, name in enumerate(sel.topics):
             full = name if "://" in name else f"persistent://{name}"
             if full not in self.topics and full not in self.partitioned:
@@ -500,8 +500,9 @@ class _Checker:
         if len(chosen) > 1:
             raise self.fail(at + [chosen[1]], f"give one of hottest, random, fraction (also {chosen[0]})")
 
-    def _namespace_hint(self) -> str:
-        return "not declared in [[namespaces]]; declared: " + (", ".join(self.namespaces) or "none")
+    def _namespace_hint(self, name: str) -> str:
+        return ("not declared in [[namespaces]]" + did_you_mean(name, self.namespaces) + "; declared: "
+                + (", ".join(self.namespaces) or "none"))
 
     # --- brokers
 
@@ -586,7 +587,7 @@ class _Checker:
         for i, ns in enumerate(ini.namespaces):
             nat: list[Seg] = at + ["namespaces", i]
             if ns.name not in declared:
-                raise self.fail(nat + ["name"], self._namespace_hint())
+                raise self.fail(nat + ["name"], self._namespace_hint(ns.name))
             if ns.name in seen:
                 raise self.fail(nat + ["name"], "given twice in [[initial.namespaces]]")
             seen.add(ns.name)
@@ -797,7 +798,7 @@ class _Checker:
                 self.check_policy_name(at, e.name, {}, "name")
             elif isinstance(e, SetAntiAffinityGroup):
                 if e.namespace not in self.namespaces:
-                    raise self.fail(at + ["namespace"], self._namespace_hint())
+                    raise self.fail(at + ["namespace"], self._namespace_hint(e.namespace))
                 if e.group is not None and not e.group.strip():
                     raise self.fail(at + ["group"], "blank; leave group out to remove the namespace's group")
 
@@ -822,19 +823,19 @@ class _Checker:
 
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
-            raise self.fail(at + ["namespace"], self._namespace_hint())
+            raise self.fail(at + ["namespace"], self._namespace_hint(e.namespace))
         if e.bundle is not None:
             try:
                 ns, _, _ = parse_bundle(e.bundle)
             except ValueError:
                 raise self.fail(at + ["bundle"], "expected tenant/ns/0x<lower>_0x<upper>") from None
             if ns not in self.namespaces:
-                raise self.fail(at + ["bundle"], self._namespace_hint())
+                raise self.fail(at + ["bundle"], self._namespace_hint(ns))
         if e.topic is not None:
             full = e.topic if "://" in e.topic else f"persistent://{e.topic}"
             ns = full.split("://", 1)[1].rsplit("/", 1)[0]
             if ns not in self.namespaces:
-                raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint())
+                raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint(ns))
 
 
 def _listed(ids: list[str], most: int = 8) -> str:

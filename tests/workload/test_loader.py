@@ -143,6 +143,9 @@ select = { hottest = 1 }
      "scenario.toml: settings.loadBalancerSheddingIntervalMinutes = 0: must be > 0"),
     ("\n[[topics]]\nnamespace = \"a/b\"\n",
      "scenario.toml: topics[1].namespace = a/b: not declared in [[namespaces]]; declared: public/default"),
+    ("\n[[topics]]\nnamespace = \"public/defualt\"\n",
+     "scenario.toml: topics[1].namespace = public/defualt: not declared in [[namespaces]] (did you mean "
+     "public/default?); declared: public/default"),
     ("\n[[topics]]\nnamespace = \"public/default\"\n",
      "scenario.toml: topics[1].name = \"topic-{i}\": topic persistent://public/default/topic-0 is also made "
      "by another group"),
