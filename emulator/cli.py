@@ -1,5 +1,6 @@
 """The `pulsar-lb-emulator` command.
 
+    pulsar-lb-emulator --version
     pulsar-lb-emulator run [NAME|FILE] [--set key=value ...] [--duration 2h] [--seed 7] ...
     pulsar-lb-emulator scenarios [show NAME]
     pulsar-lb-emulator monitor --url http://127.0.0.1:PORT
@@ -12,25 +13,56 @@ and the value, and exit code 2; never a traceback. A run stopped with Ctrl-C (or
 summary so far and exits 130 (143). A run ends with 0, or 1 when an invariant was violated or one of the
 scenario's [[expect]] tables failed (each printed as a line of the summary), or 3 when an actor crashed
 (an emulator bug: logged with its traceback, listed at the top of the summary; 3 wins over 1).
+
+A name that is not known (a built-in scenario, a scenario file's key, a flag's choice, a strategy, shedder
+or load manager class) is answered with the closest known one, "(did you mean default?)", from the one
+helper `emulator.model.suggest.did_you_mean`. `run --help` lists the load managers, strategies and
+shedders from their registries, so a new one shows up there without editing this file.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
+import shedders
+import strategies
+from emulator.model.config import LOAD_MANAGER_CLASSES, ServiceConfig
 from emulator.model.durations import parse_flag_duration
 from emulator.model.errors import UsageError
+from emulator.model.suggest import did_you_mean
 
 EXIT_USAGE = 2
 EXIT_EMULATOR_BUG = 3  # an actor crashed during the run
+
+
+DISTRIBUTION = "pulsar-lb-emulator"
+
+
+def version() -> str:
+    """The installed distribution's version; from a source tree that is not installed, the package's
+    own `emulator.__version__`, marked so."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        from emulator import __version__
+
+        return f"{__version__} (not installed; the source tree's version)"
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse would print usage too)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's "invalid choice" (a choice flag or a sub-command), with the closest choice."""
+        if action.choices is not None and value not in action.choices:
+            choices = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(str(value), choices)}; "
+                                                 f"choose from {', '.join(map(repr, choices))}")
 
 
 def _int(flag: str, minimum: int | None = None):
@@ -66,6 +98,39 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _short(class_name: str) -> str:
+    return class_name.rsplit(".", 1)[-1]
+
+
+def _listing(names: list[str], default: str) -> str:
+    """`A, B (default), C`: the names as a flag takes them, the configured default marked."""
+    return ", ".join(n + (" (default)" if _short(n) == _short(default) else "") for n in names)
+
+
+def load_manager_names() -> list[str]:
+    """The short names `--load-manager` takes (Pulsar's full class names work too)."""
+    return [_short(c) for c in LOAD_MANAGER_CLASSES]
+
+
+def _strategy_help() -> dict[str, str]:
+    """The help of --placement, --shedder and --load-manager, from the registries."""
+    conf = ServiceConfig()
+    extensible_shedders = ", ".join(shedders.extensible_names())
+    return {
+        "placement": "placement strategy (loadBalancerLoadPlacementStrategy): "
+                     + _listing(strategies.names(), conf.load_balancer_load_placement_strategy)
+                     + "; or a Pulsar class name, or your own as pkg.module:Class",
+        "shedder": "shedding strategy (loadBalancerLoadSheddingStrategy): "
+                   + _listing(shedders.names(), conf.load_balancer_load_shedding_strategy)
+                   + f"; with --load-manager ExtensibleLoadManagerImpl: {extensible_shedders}; "
+                     "or a Pulsar class name, or your own as pkg.module:Class",
+        "load_manager": "loadManagerClassName, by Pulsar's class name or its short name: "
+                        + _listing(load_manager_names(), conf.load_manager_class_name)
+                        + "; an unknown class falls back to SimpleLoadManagerImpl, as in Pulsar "
+                          "(with a warning naming the closest known one)",
+    }
+
+
 RUN_EPILOG = """\
 settings precedence (lowest to highest):
   built-in defaults < --broker-conf < scenario [settings] < --set / --placement / --shedder / --load-manager
@@ -81,6 +146,8 @@ examples:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pulsar-lb-emulator",
                      description="Emulate Apache Pulsar's Modular Load Manager, faster than real time.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    flag_help = _strategy_help()
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run an emulated cluster on a scenario", epilog=RUN_EPILOG,
@@ -90,12 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--broker-conf", metavar="FILE", help="a real Pulsar broker.conf (unknown keys warned once)")
     run.add_argument("--set", dest="sets", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                      help="a Pulsar config key (e.g. loadBalancerSheddingIntervalMinutes=5); repeatable")
-    run.add_argument("--placement", help="placement strategy: name, Pulsar class name or pkg.module:Class")
-    run.add_argument("--shedder", help="shedding strategy: name, Pulsar class name or pkg.module:Class")
-    run.add_argument("--load-manager", metavar="CLASS",
-                     help="loadManagerClassName, by Pulsar's class name or its short name: "
-                          "ModularLoadManagerImpl (default), SimpleLoadManagerImpl, NoopLoadManager; "
-                          "an unknown class falls back to SimpleLoadManagerImpl, as in Pulsar")
+    run.add_argument("--placement", metavar="CLASS", help=flag_help["placement"])
+    run.add_argument("--shedder", metavar="CLASS", help=flag_help["shedder"])
+    run.add_argument("--load-manager", metavar="CLASS", help=flag_help["load_manager"])
     run.add_argument("--seed", type=_int("--seed"), help="run seed (default: the scenario's)")
     run.add_argument("--duration", help="emulated time to run, e.g. 90m, 2h (default: the scenario's)")
     run.add_argument("--clock", choices=("virtual", "wall"), default="virtual",
@@ -187,6 +251,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         from emulator.cluster.load_manager import resolve_class_name
 
         overrides["loadManagerClassName"] = resolve_class_name(args.load_manager)
+        if overrides["loadManagerClassName"] not in LOAD_MANAGER_CLASSES:
+            # Pulsar's fallback is kept (each broker logs it); the command says once what was meant
+            sys.stderr.write(f"pulsar-lb-emulator: warning: --load-manager = {args.load_manager!r}: not a load "
+                             f"manager the emulator knows{did_you_mean(args.load_manager, load_manager_names())}; "
+                             "the brokers fall back to SimpleLoadManagerImpl, as Pulsar does\n")
     opts = RunOptions(
         scenario=args.scenario, broker_conf=args.broker_conf, overrides=overrides, seed=args.seed,
         duration=parse_flag_duration(args.duration) if args.duration is not None else None,
@@ -250,8 +319,8 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     if not args.name:
         raise UsageError("scenarios show: NAME is missing; `pulsar-lb-emulator scenarios` lists them")
     if args.name not in library.names():
-        raise UsageError(f"scenarios show {args.name!r}: no such scenario; known: "
-                         f"{', '.join(library.names())}")
+        raise UsageError(f"scenarios show {args.name!r}: no such scenario"
+                         f"{did_you_mean(args.name, library.names())}; known: {', '.join(library.names())}")
     sys.stdout.write(library.source(args.name))
     return 0
 

@@ -75,14 +75,11 @@ class Registry(ClassRegistry):
     def __init__(self, builtins: Mapping[str, str] = MODULAR_BUILTINS) -> None:
         super().__init__(builtins, kind="load shedding strategy", noun="shedder",
                          method="find_bundles_for_unloading",
-                         signature="find_bundles_for_unloading(load_data, conf)")
-
-    def resolve(self, name: str) -> type:
-        if isinstance(name, str) and name.strip() in EXTENSIBLE_BUILTINS:
-            raise ValueError(f"shedder {name!r} is the Extensible load manager's NamespaceUnloadStrategy "
-                             "(find_bundles_for_unloading(context, recently_unloaded_bundles, "
-                             "recently_unloaded_brokers)); make it with shedders.create_extensible")
-        return super().resolve(name)
+                         signature="find_bundles_for_unloading(load_data, conf)",
+                         elsewhere=EXTENSIBLE_BUILTINS,
+                         elsewhere_hint="is the Extensible load manager's NamespaceUnloadStrategy "
+                                        "(find_bundles_for_unloading(context, recently_unloaded_bundles, "
+                                        "recently_unloaded_brokers)); make it with shedders.create_extensible")
 
 
 class ExtensibleRegistry(ClassRegistry):

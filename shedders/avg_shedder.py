@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from emulator.model.selection import Selection, choose
+from emulator.model.selection import BasePlacementStrategy, Selection, choose
 from shedders.base import (
     BaseShedder,
     Metric,
@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["AvgShedder"]
 
 
-class AvgShedder(BaseShedder):
-    """Both a LoadSheddingStrategy and a placement strategy (one instance serves both roles).
+class AvgShedder(BaseShedder, BasePlacementStrategy):
+    """Both a LoadSheddingStrategy and a placement strategy (one instance serves both roles); as each
+    built-in, it writes only the explained methods, and its bases make the plain ones from them.
 
     State across calls: `hit_count_high` and `hit_count_low` (broker → hits) and `plan`
     (bundle name → destination broker, for the current unload attempt).
@@ -114,11 +115,6 @@ class AvgShedder(BaseShedder):
             i += 1
             j -= 1
         return pairs
-
-    def find_bundles_for_unloading(
-        self, load_data: LoadData, conf: ServiceConfig
-    ) -> list[tuple[str, str]]:
-        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
 
     def find_bundles_for_unloading_explained(
         self, load_data: LoadData, conf: ServiceConfig
@@ -231,28 +227,6 @@ class AvgShedder(BaseShedder):
 
     placement_reads_bundle_data = False  # placement reads broker data and its plan; shedding reads bundles
 
-    def select_broker(
-        self,
-        candidates: set[str],
-        bundle_to_assign: BundleData,
-        load_data: LoadData,
-        conf: ServiceConfig,
-    ) -> str | None:
-        """Uncached random placement over the sorted candidates (None if there are none)."""
-        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
-
-    def select_broker_for_bundle(
-        self,
-        candidates: set[str],
-        bundle_name: str,
-        bundle_to_assign: BundleData,
-        load_data: LoadData,
-        conf: ServiceConfig,
-    ) -> str | None:
-        """The planned destination while it is a candidate and not overloaded (see module doc)."""
-        return self.select_broker_explained(
-            candidates, bundle_name, bundle_to_assign, load_data, conf).broker
-
     def select_broker_explained(
         self,
         candidates: set[str],
@@ -261,8 +235,11 @@ class AvgShedder(BaseShedder):
         load_data: LoadData,
         conf: ServiceConfig,
     ) -> Selection:
-        """`select_broker_for_bundle` (or `select_broker` without a name) with the scores it
-        compared: the planned broker's, and those of the healthy alternatives when it is overloaded."""
+        """With a bundle name (`select_broker_for_bundle`): the planned destination while it is a candidate
+        and not overloaded (see module doc); without one (`select_broker`), or for a bundle without a plan:
+        uncached random placement over the sorted candidates (None if there are none). The scores are
+        those it compared: the planned broker's, and those of the healthy alternatives when it is
+        overloaded."""
         if not candidates:
             return Selection(None)
         planned = self.plan.get(bundle_name) if bundle_name is not None else None

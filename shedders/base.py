@@ -8,7 +8,9 @@ are returned with it, not kept on the shedder: a shedder may implement
 (the pairs and an explanation as plain JSON-able data: dicts, lists, floats, str); the leader calls it
 through `find_bundles_for_unloading_explained` below when it is there and speaks for the class, else
 plain `find_bundles_for_unloading` (a plan without explanation), and puts the explanation in its
-shedding-plan event. The built-ins implement it; their `find_bundles_for_unloading` is its `bundles`.
+shedding-plan event. The built-ins implement it, and only it: `BaseShedder.find_bundles_for_unloading`
+is its `bundles`, so a new shedder on the base writes one method, `find_bundles_for_unloading_explained`
+(or, without explanation, only `find_bundles_for_unloading`), plus the hooks it needs.
 
 Java arithmetic is kept where it decides something: `(int)` casts truncate toward zero and saturate
 (`java_int`), `MutableInt.add` wraps at 32 bits (`java_int_add`), and bundles are ordered with
@@ -24,13 +26,12 @@ window is current. The built-in shedders all read bundle windows and declare not
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from emulator.model.class_registry import explains
+from emulator.model.class_registry import DecisionBase, explains
 from emulator.model.java_sort import java_list_sort
 
 if TYPE_CHECKING:
@@ -101,21 +102,23 @@ class ExplainedLoadSheddingStrategy(Protocol):
     ) -> UnloadPlan: ...
 
 
-class BaseShedder:
-    """Convenience base: stores the rng, no-op hooks (Java's defaults)."""
+class BaseShedder(DecisionBase):
+    """The base of the built-ins: the rng and the no-op broker-change hook (`DecisionBase`), Java's other
+    no-op hooks, and every plain method from the one a subclass writes,
+    `find_bundles_for_unloading_explained` (or `find_bundles_for_unloading` alone)."""
 
-    def __init__(self, rng: random.Random) -> None:
-        if not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-        self.rng = rng
+    def find_bundles_for_unloading_explained(
+        self, load_data: LoadData, conf: ServiceConfig
+    ) -> UnloadPlan:
+        """The pairs and the numbers behind them: what a subclass writes (`ExplainedLoadSheddingStrategy`)."""
+        raise NotImplementedError(f"{type(self).__qualname__} defines neither find_bundles_for_unloading_explained "
+                                  "nor find_bundles_for_unloading; a shedder writes one of them")
 
     def find_bundles_for_unloading(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> list[tuple[str, str]]:
-        raise NotImplementedError
-
-    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
-        return None
+        """The pairs of `find_bundles_for_unloading_explained`, in order."""
+        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
 
     def on_unload_attempt_completed(self, planned: list[tuple[str, str]]) -> None:
         return None

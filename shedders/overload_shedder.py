@@ -35,11 +35,6 @@ __all__ = ["OverloadShedder"]
 class OverloadShedder(BaseShedder):
     """Stateless: every call looks only at the last reports."""
 
-    def find_bundles_for_unloading(
-        self, load_data: LoadData, conf: ServiceConfig
-    ) -> list[tuple[str, str]]:
-        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
-
     def find_bundles_for_unloading_explained(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> UnloadPlan:

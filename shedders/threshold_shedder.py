@@ -19,9 +19,9 @@ excluded, #19559/PIP-358); the clamp recomputation passes the memory weight too,
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING, Any
 
+from emulator.model.selection import UsageHistory
 from shedders.base import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     MIB,
@@ -45,12 +45,8 @@ __all__ = ["ThresholdShedder", "LOWER_BOUNDARY_THRESHOLD_MARGIN"]
 LOWER_BOUNDARY_THRESHOLD_MARGIN = 0.5
 
 
-class ThresholdShedder(BaseShedder):
-    """`history` (broker → EMA of weighted usage, a fraction) persists across calls."""
-
-    def __init__(self, rng: random.Random) -> None:
-        super().__init__(rng)
-        self.history: dict[str, float] = {}
+class ThresholdShedder(UsageHistory, BaseShedder):
+    """`history` (broker → EMA of weighted usage, a fraction; `UsageHistory`) persists across calls."""
 
     # --- EMA ---------------------------------------------------------------------------------------
 
@@ -66,13 +62,9 @@ class ThresholdShedder(BaseShedder):
     def _update_avg_usage(
         self, broker: str, local: LocalBrokerData, conf: ServiceConfig, usages: dict[str, float]
     ) -> float:
-        h = conf.load_balancer_history_resource_percentage
         usage = self._usage(local, conf)
         usages[broker] = usage
-        previous = self.history.get(broker)
-        hist = usage if previous is None else previous * h + (1 - h) * usage
-        self.history[broker] = hist
-        return hist
+        return self.update_history(broker, usage, conf)
 
     def _broker_avg_usage(
         self, load_data: LoadData, conf: ServiceConfig, usages: dict[str, float]
@@ -92,11 +84,6 @@ class ThresholdShedder(BaseShedder):
             self._broker_avg_usage(load_data, conf, {})
 
     # --- Decision ----------------------------------------------------------------------------------
-
-    def find_bundles_for_unloading(
-        self, load_data: LoadData, conf: ServiceConfig
-    ) -> list[tuple[str, str]]:
-        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
 
     def find_bundles_for_unloading_explained(
         self, load_data: LoadData, conf: ServiceConfig
@@ -201,8 +188,3 @@ class ThresholdShedder(BaseShedder):
         explanation["selected"] = [list(p) for p in selected]
         explanation["hist_after"] = dict(self.history)
         return UnloadPlan(list(selected), explanation)
-
-    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
-        """Forget the EMA of brokers that left, so a returning broker starts from its usage."""
-        for broker in [b for b in self.history if b not in active_brokers]:
-            del self.history[broker]

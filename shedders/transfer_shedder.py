@@ -47,6 +47,7 @@ import random
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from emulator.model.class_registry import DecisionBase
 from emulator.model.config import ServiceConfig
 from emulator.loadmanagers.extensible.model.context import LoadManagerContext
 from emulator.loadmanagers.extensible.model.counters import UnloadCounter
@@ -171,7 +172,7 @@ class LoadStats:
                 and self.min_broker_index < self.max_broker_index)
 
 
-class TransferShedder:
+class TransferShedder(DecisionBase):
     """Keeps `unload_condition_hit_count` and `counter` across cycles, as Pulsar's instance does.
 
     `stats` holds the last cycle's LoadStats (for tests and the decision log).
@@ -180,9 +181,7 @@ class TransferShedder:
     last_explanation: dict[str, Any] | None
 
     def __init__(self, rng: random.Random, counter: UnloadCounter | None = None) -> None:
-        if not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-        self.rng = rng  # TransferShedder picks nothing at random; kept for the common constructor
+        super().__init__(rng)  # TransferShedder picks nothing at random; the constructor every built-in shares
         self.counter = counter if counter is not None else UnloadCounter()
         self.stats = LoadStats()
         self.unload_condition_hit_count = 0

@@ -46,11 +46,6 @@ EPS = 1e-6
 class UniformLoadShedder(BaseShedder):
     """Stateless: every call compares only the last reports."""
 
-    def find_bundles_for_unloading(
-        self, load_data: LoadData, conf: ServiceConfig
-    ) -> list[tuple[str, str]]:
-        return self.find_bundles_for_unloading_explained(load_data, conf).bundles
-
     def find_bundles_for_unloading_explained(
         self, load_data: LoadData, conf: ServiceConfig
     ) -> UnloadPlan:

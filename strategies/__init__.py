@@ -74,13 +74,10 @@ class Registry(ClassRegistry):
 
     def __init__(self, builtins: Mapping[str, str] = MODULAR_BUILTINS) -> None:
         super().__init__(builtins, kind="placement strategy", noun="strategy", method="select_broker",
-                         signature="select_broker(candidates, bundle_to_assign, load_data, conf)")
-
-    def resolve(self, name: str) -> type:
-        if isinstance(name, str) and name.strip() in EXTENSIBLE_BUILTINS:
-            raise ValueError(f"strategy {name!r} is the Extensible load manager's BrokerSelectionStrategy "
-                             "(select(brokers, bundle, context)); make it with strategies.create_extensible")
-        return super().resolve(name)
+                         signature="select_broker(candidates, bundle_to_assign, load_data, conf)",
+                         elsewhere=EXTENSIBLE_BUILTINS,
+                         elsewhere_hint="is the Extensible load manager's BrokerSelectionStrategy "
+                                        "(select(brokers, bundle, context)); make it with strategies.create_extensible")
 
 
 class ExtensibleRegistry(ClassRegistry):

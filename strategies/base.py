@@ -1,7 +1,8 @@
 """The placement-strategy contract (Pulsar's ModularLoadManagerStrategy) and shared helpers.
 
 The helpers and data shedders use as well (`Selection`, `choose`, `placement_usage`,
-`weighted_max_usage`) live in `emulator.model.selection` and are re-exported here.
+`weighted_max_usage`, and `BasePlacementStrategy`, which AvgShedder, a shedder that also places,
+subclasses) live in `emulator.model.selection` and are re-exported here.
 
 A strategy is a pure decision: it reads model Structs and an injected `random.Random`, keeps only its
 own small state (e.g. an EMA per broker), and returns a broker id or None. Users write their own
@@ -11,7 +12,9 @@ The numbers behind a choice (each candidate's score) are returned, not kept on t
 strategy may also implement `ExplainedPlacementStrategy.select_broker_explained`, which returns a
 `Selection` (broker, scores, explanation); the load manager calls it through `select_broker_explained`
 below when it is there and speaks for the class, else plain `select_broker` (a `Selection` without
-scores). The built-ins implement it; their `select_broker` is its `broker`.
+scores). The built-ins implement it, and only it: `BasePlacementStrategy.select_broker` is its
+`broker`, so a new strategy on the base writes one method, `select_broker_explained` (or, without
+scores, only `select_broker`).
 
 The fast path, for any strategy that declares it: a class attribute `placement_reads_bundle_data =
 False` says that `select_broker` reads only `load_data.broker_data` (local data, time averages,
@@ -24,11 +27,11 @@ built-in placement declares False.
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from emulator.model.class_registry import explains
-from emulator.model.selection import Selection, choose, placement_usage, weighted_max_usage
+from emulator.model.selection import (BasePlacementStrategy, Selection, choose, placement_usage,
+                                      weighted_max_usage)
 
 if TYPE_CHECKING:
     from emulator.model.config import ServiceConfig
@@ -75,41 +78,6 @@ class ExplainedPlacementStrategy(Protocol):
         load_data: LoadData,
         conf: ServiceConfig,
     ) -> Selection: ...
-
-
-class BasePlacementStrategy:
-    """Convenience base: stores the rng, no-op broker-change hook, default `select_broker_for_bundle`."""
-
-    def __init__(self, rng: random.Random) -> None:
-        if not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-        self.rng = rng
-
-    def select_broker(
-        self,
-        candidates: set[str],
-        bundle_to_assign: BundleData,
-        load_data: LoadData,
-        conf: ServiceConfig,
-    ) -> str | None:
-        raise NotImplementedError
-
-    def select_broker_for_bundle(
-        self,
-        candidates: set[str],
-        bundle_name: str,
-        bundle_to_assign: BundleData,
-        load_data: LoadData,
-        conf: ServiceConfig,
-    ) -> str | None:
-        """PR #26246's hook; every strategy but the newest AvgShedder ignores the bundle name."""
-        return self.select_broker(candidates, bundle_to_assign, load_data, conf)
-
-    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
-        return None
-
-    placement_reads_bundle_data: bool = True
-    """Set False in a subclass whose `select_broker` reads no bundle windows (module doc)."""
 
 
 def select_broker_for_bundle(

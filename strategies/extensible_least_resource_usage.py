@@ -19,26 +19,27 @@ threshold: only the random pick is made again.
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING
 
+from emulator.model.class_registry import DecisionBase
 from strategies.base import choose
 
 if TYPE_CHECKING:
+    import random
+
     from emulator.loadmanagers.extensible.model.context import LoadManagerContext
 
 __all__ = ["LeastResourceUsageWithWeight"]
 
 
-class LeastResourceUsageWithWeight:
-    """`select(brokers, bundle, context)`; `last_scores` holds the scores of the last call."""
+class LeastResourceUsageWithWeight(DecisionBase):
+    """`select(brokers, bundle, context)`; `last_scores` holds the scores of the last call. The rng is
+    kept by `DecisionBase`, the constructor every built-in shares."""
 
     last_scores: dict[str, float] | None
 
     def __init__(self, rng: random.Random) -> None:
-        if not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
-        self.rng = rng
+        super().__init__(rng)
         self.last_scores = None
         self.last_fallback = False
         # (store, candidates, threshold) -> (scores, the candidates to pick from, fallback), kept

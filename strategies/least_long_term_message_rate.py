@@ -41,15 +41,6 @@ class LeastLongTermMessageRate(BasePlacementStrategy):
 
     placement_reads_bundle_data = False  # broker data and the bundle to assign only
 
-    def select_broker(
-        self,
-        candidates: set[str],
-        bundle_to_assign: BundleData,
-        load_data: LoadData,
-        conf: ServiceConfig,
-    ) -> str | None:
-        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
-
     def select_broker_explained(
         self,
         candidates: set[str],

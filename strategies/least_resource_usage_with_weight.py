@@ -7,10 +7,10 @@ candidates' average. Overload is not an exclusion here (Pulsar only logs it).
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING
 
-from emulator.model.selection import ALL_OVERLOADED_RANDOM, Selection, choose, weighted_max_usage
+from emulator.model.selection import (ALL_OVERLOADED_RANDOM, Selection, UsageHistory, choose,
+                                      weighted_max_usage)
 from strategies.base import BasePlacementStrategy
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ __all__ = ["LeastResourceUsageWithWeight"]
 MAX_RESOURCE_USAGE = 1.0
 
 
-class LeastResourceUsageWithWeight(BasePlacementStrategy):
+class LeastResourceUsageWithWeight(UsageHistory, BasePlacementStrategy):
     """EMA-of-usage placement. Candidates without BrokerData are skipped (Java would throw).
 
     The history is updated for every scored candidate on every call, so asking twice moves the EMA
@@ -31,30 +31,11 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
 
     placement_reads_bundle_data = False  # broker data and the bundle to assign only
 
-    def __init__(self, rng: random.Random) -> None:
-        super().__init__(rng)
-        self.history: dict[str, float] = {}
-
     def _update_and_get(self, broker: str, broker_data: BrokerData, conf: ServiceConfig) -> float:
-        h = conf.load_balancer_history_resource_percentage
-        history = self.history.get(broker)
         local = broker_data.local_data
         # A restarted or idle broker: its current usage replaces the history.
-        if len(local.bundles) == 0 or (local.msg_rate_in == 0 and local.msg_rate_out == 0):
-            history = None
-        usage = weighted_max_usage(local, conf)
-        history = usage if history is None else history * h + (1 - h) * usage
-        self.history[broker] = history
-        return history
-
-    def select_broker(
-        self,
-        candidates: set[str],
-        bundle_to_assign: BundleData,
-        load_data: LoadData,
-        conf: ServiceConfig,
-    ) -> str | None:
-        return self.select_broker_explained(candidates, None, bundle_to_assign, load_data, conf).broker
+        restart = len(local.bundles) == 0 or (local.msg_rate_in == 0 and local.msg_rate_out == 0)
+        return self.update_history(broker, weighted_max_usage(local, conf), conf, restart=restart)
 
     def select_broker_explained(
         self,
@@ -90,7 +71,3 @@ class LeastResourceUsageWithWeight(BasePlacementStrategy):
         cold cluster's first lookup does."""
         for broker, broker_data in sorted(load_data.broker_data.items()):
             self.history[broker] = weighted_max_usage(broker_data.local_data, conf)
-
-    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
-        for broker in [b for b in self.history if b not in active_brokers]:
-            del self.history[broker]

@@ -148,3 +148,132 @@ def test_monitor_interval_prints_the_extensions_tables_for_extensible_brokers():
     assert "Broker Data for broker-1:8080" in block and "||COUNT" in block and "||SHORT" not in block
     cpu = [line for line in block.splitlines() if line.startswith("||  ")][0]
     assert float(cpu.split("|")[3]) > 0          # a real CPU %, not Modular's decoder reading zeros
+
+
+# ------------------------------------------------------------------------------ --version, did you mean, --help
+
+
+def test_version_is_the_distributions(capsys):
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"pulsar-lb-emulator {importlib.metadata.version('pulsar-lb-emulator')}\n"
+    p = cli("--version")
+    assert p.returncode == 0 and p.stdout.startswith("pulsar-lb-emulator ")
+
+
+def test_version_falls_back_to_the_source_trees_when_not_installed(monkeypatch):
+    import importlib.metadata
+
+    import emulator
+    from emulator import cli as cli_module
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert cli_module.version() == f"{emulator.__version__} (not installed; the source tree's version)"
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["run", "defualt"], ["defualt", "not a built-in scenario", "(did you mean default?)", "built-in: "]),
+    (["scenarios", "show", "overloadin"], ["'overloadin'", "(did you mean overloading?)", "known: "]),
+    (["run", "--clock", "wal"], ["--clock", "invalid choice: 'wal' (did you mean wall?)", "'virtual', 'wall'"]),
+    (["run", "--log-level", "warn"], ["--log-level", "(did you mean warning?)"]),
+    (["scenarios", "shw"], ["invalid choice: 'shw' (did you mean show?)"]),
+    (["rn"], ["invalid choice: 'rn' (did you mean run?)", "'scenarios'"]),
+    (["run", "--placement", "LeastLongTermMesageRate", "--quiet"],
+     ["--placement = 'LeastLongTermMesageRate'", "(did you mean LeastLongTermMessageRate?)", "known: AvgShedder"]),
+    (["run", "--shedder", "thresholdshedder", "--quiet"],
+     ["--shedder = 'thresholdshedder'", "(did you mean ThresholdShedder?)", "known: AvgShedder"]),
+    (["run", "--set", "loadBalancerSheddingIntervalMinute=5", "--quiet"],
+     ["--set: loadBalancerSheddingIntervalMinute = '5'", "(did you mean loadBalancerSheddingIntervalMinutes?)"]),
+])
+def test_an_unknown_name_gets_the_closest_known_one(capsys, argv, needles):
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.mark.parametrize("name,hint", [("capcity", "capacity"), ("brokrs", "brokers")])
+def test_an_unknown_scenario_key_gets_the_closest_known_one(tmp_path, capsys, name, hint):
+    path = tmp_path / "s.toml"
+    path.write_text(HEAD + f"[cluster]\n{name} = 3\n")
+    try:
+        code = main(["run", str(path), "--quiet"])
+    except SystemExit as e:
+        code = e.code
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert f"{path}: cluster.{name} = 3: unknown key (did you mean {hint}?); expected one of: brokers," in line
+
+
+def test_an_unknown_load_manager_warns_once_with_the_closest_and_still_falls_back(monkeypatch, capsys):
+    """Pulsar's fallback (SimpleLoadManagerImpl) is kept; the command names the likely intent once."""
+    import emulator.runner
+
+    seen = {}
+
+    def fake_run(opts):
+        seen["conf"] = opts.overrides
+        raise emulator.runner.RunError("stop here")
+
+    monkeypatch.setattr(emulator.runner, "run", fake_run)
+    assert main(["run", "--load-manager", "ModularLoadManagerImp", "--quiet"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("pulsar-lb-emulator: warning: --load-manager = 'ModularLoadManagerImp': not a load manager "
+                      "the emulator knows (did you mean ModularLoadManagerImpl?); the brokers fall back to "
+                      "SimpleLoadManagerImpl, as Pulsar does")
+    assert seen["conf"]["loadManagerClassName"] == "ModularLoadManagerImp"
+    assert main(["run", "--load-manager", "NoopLoadManager", "--quiet"]) == 2
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_run_help_lists_every_load_manager_strategy_and_shedder_from_the_registries(capsys):
+    import shedders
+    import strategies
+    from emulator.model.config import LOAD_MANAGER_CLASSES
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+
+    def flag_help(flag: str, next_flag: str) -> str:
+        return text.split(f"{flag} CLASS ", 1)[1].split(f" {next_flag} ", 1)[0]
+
+    placement = flag_help("--placement", "--shedder CLASS")
+    shedder = flag_help("--shedder", "--load-manager CLASS")
+    manager = flag_help("--load-manager", "--seed")
+    for name in strategies.names():
+        assert name in placement
+    assert "LeastLongTermMessageRate (default)" in placement
+    for name in shedders.names():
+        assert name in shedder
+    assert "ThresholdShedder (default)" in shedder
+    for name in shedders.extensible_names():          # a long name the help wraps: compare without spaces
+        assert name in shedder.replace(" ", "")
+    for name in LOAD_MANAGER_CLASSES:
+        assert name.rsplit(".", 1)[1] in manager
+    assert "ModularLoadManagerImpl (default)" in manager
+
+
+def test_run_help_follows_the_registries(monkeypatch, capsys):
+    """A new built-in shows up in --help without a hand-written list to update."""
+    import types
+
+    import strategies
+
+    monkeypatch.setattr(strategies, "MODULAR_BUILTINS",
+                        types.MappingProxyType({**strategies.MODULAR_BUILTINS, "MyNewStrategy": "x:Y"}))
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "MyNewStrategy" in capsys.readouterr().out

@@ -1,10 +1,11 @@
 """A registry of decision classes by name: built-ins by import path, Pulsar class names, `pkg.module:Class`.
 
 Placement strategies and shedders are both created this way (`strategies.create`, `shedders.create`), so
-the lookup rules live once, here, in the layer below both. Built-ins are a constant table loaded lazily;
-extra names go on a registry object, never on module state. Unlike Pulsar, which falls back to a default
-class when the name cannot be loaded, an unknown name is an error: a typo should not change the
-experiment quietly.
+the lookup rules live once, here, in the layer below both, with `DecisionBase`, the root both bases
+(`strategies.BasePlacementStrategy`, `shedders.BaseShedder`) share: what `cls(rng)` stores and Java's
+default hooks. Built-ins are a constant table loaded lazily; extra names go on a registry object, never
+on module state. Unlike Pulsar, which falls back to a default class when the name cannot be loaded, an
+unknown name is an error naming the closest known one: a typo should not change the experiment quietly.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 import functools
 import importlib
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
+
+from emulator.model.suggest import did_you_mean
 
 PULSAR_PACKAGE = "org.apache.pulsar.broker.loadbalance.impl."
 EXTENSIONS_PACKAGE = "org.apache.pulsar.broker.loadbalance.extensions."
@@ -24,19 +27,36 @@ def is_extensible_name(name: str) -> bool:
     """A built-in name of the Extensible load manager (its protocol is not the Modular one)."""
     return name.strip().startswith(EXTENSIONS_PACKAGE)
 
-__all__ = ["PULSAR_PACKAGE", "ClassRegistry", "explains"]
+__all__ = ["PULSAR_PACKAGE", "ClassRegistry", "DecisionBase", "explains"]
+
+
+class DecisionBase:
+    """The root of the built-in strategies and shedders: the constructor `ClassRegistry.create` calls,
+    `cls(rng)`, which keeps the injected rng, and Java's default (no-op) `on_active_brokers_change`.
+    A subclass writes only its decision (SimPy's `_do_put`/`_do_get` style)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        if not isinstance(rng, random.Random):
+            raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
+        self.rng = rng
+
+    def on_active_brokers_change(self, active_brokers: set[str]) -> None:
+        """The set of live brokers changed (Java's default: nothing to forget)."""
+        return None
 
 
 class ClassRegistry:
     """Name -> class with a required method; `kind` names the role in error messages."""
 
     def __init__(self, builtins: Mapping[str, str], *, kind: str, noun: str, method: str,
-                 signature: str) -> None:
+                 signature: str, elsewhere: Collection[str] = (), elsewhere_hint: str = "") -> None:
         self._entries: dict[str, str | type] = dict(builtins)
         self._kind = kind            # "placement strategy" / "load shedding strategy"
         self._noun = noun            # "strategy" / "shedder"
         self._method = method        # "select_broker" / "find_bundles_for_unloading"
         self._signature = signature  # shown when a class lacks the method
+        self._elsewhere = frozenset(elsewhere)  # built-ins of another protocol (the Extensible load manager's)
+        self._elsewhere_hint = elsewhere_hint   # "is ...; make it with ..." said for those
 
     def is_valid_class(self, cls: Any) -> bool:
         return isinstance(cls, type) and callable(getattr(cls, self._method, None))
@@ -57,7 +77,9 @@ class ClassRegistry:
                              f"{type(e).__name__}: {_one_line(e)}") from None
         cls = getattr(module, class_name, None)
         if cls is None:
-            raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}")
+            classes = [n for n, v in vars(module).items() if isinstance(v, type)]
+            raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}"
+                             + did_you_mean(class_name, classes))
         self.check_class(path, cls)
         return cls
 
@@ -75,14 +97,16 @@ class ClassRegistry:
         if not isinstance(name, str):
             raise TypeError(f"{self._noun} name must be a str, got {type(name).__name__}")
         key = name.strip()
+        if key in self._elsewhere:
+            raise ValueError(f"{self._noun} {name!r} {self._elsewhere_hint}")
         if key.startswith(PULSAR_PACKAGE):
             key = key[len(PULSAR_PACKAGE):]
         entry = self._entries.get(key)
         if entry is None:
             if ":" in key:
                 return self.import_class(key)
-            raise ValueError(f"unknown {self._kind} {name!r}; known: {', '.join(self.names())} "
-                             "(or give your own class as 'pkg.module:Class')")
+            raise ValueError(f"unknown {self._kind} {name!r}{did_you_mean(key, self.names())}; known: "
+                             f"{', '.join(self.names())} (or give your own class as 'pkg.module:Class')")
         if isinstance(entry, str):
             entry = self.import_class(entry)
             self._entries[key] = entry

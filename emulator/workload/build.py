@@ -30,7 +30,7 @@ from .errors import MISSING, ScenarioError
 from .initial import InitialPlan, plan_initial
 from .latency_table import scenario_latencies
 from .load import WorkloadLoadSource
-from .loader import PLACEMENT_KEY, SHEDDER_KEY, check_strategies, strategy_keys
+from .loader import PLACEMENT_KEY, SHEDDER_KEY, check_strategies, strategy_keys, unknown_config_key
 from .resources import BrokerCapacity, ResourceModel
 from .schema import Scenario
 from .traffic import TrafficModel
@@ -60,6 +60,11 @@ def service_config(scenario: Scenario, base: ServiceConfig | None = None,
         raise ScenarioError(source, None, MISSING, str(e)) from None
     if overrides:
         mapped = {_SHORTHANDS.get(k, k): v for k, v in overrides.items()}
+        for key, value in mapped.items():
+            try:
+                ServiceConfig.field_name(key)
+            except ValueError:
+                raise ConfigError(f"{overrides_source}: {key} = {value!r}: {unknown_config_key(key)}") from None
         if "loadManagerClassName" in mapped:
             mapped["loadManagerClassName"] = resolve_class_name(str(mapped["loadManagerClassName"]))
         conf = conf.with_overrides(mapped, source=overrides_source)
@@ -73,6 +78,8 @@ def service_config(scenario: Scenario, base: ServiceConfig | None = None,
 
         def fail(key: str, reason: str) -> Exception:
             flag = next((k for k, v in _SHORTHANDS.items() if v == key and k in overrides), key)
+            if flag in _SHORTHANDS and overrides_source == "--set":   # `run --placement X` said so
+                return ConfigError(f"--{flag.replace('_', '-')} = {overrides.get(flag)!r}: {reason}")
             return ConfigError(f"{overrides_source}: {flag} = {overrides.get(flag)!r}: {reason}")
 
         check_strategies(conf.load_balancer_load_placement_strategy,

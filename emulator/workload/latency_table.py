@@ -21,6 +21,7 @@ import msgspec
 
 from emulator.cluster.latency import LATENCY_NAMES, Constant, Distribution, Latencies, LogNormal, Uniform
 from emulator.model.durations import parse_duration
+from emulator.model.suggest import did_you_mean
 
 from .errors import ScenarioError
 from .schema import Scenario
@@ -65,12 +66,14 @@ def parse_distribution(key: str, value: Any) -> Distribution:
     kind = value.get("distribution", "constant" if "value" in value else None)
     if kind not in _FIELDS:
         raise LatencyValueError(f"{key}.distribution", value.get("distribution"),
-                                "expected one of: " + ", ".join(_FIELDS))
+                                "expected one of: " + ", ".join(_FIELDS)
+                                + (did_you_mean(kind, _FIELDS) if isinstance(kind, str) else ""))
     fields = _FIELDS[kind]
     unknown = sorted(set(value) - set(fields) - {"distribution"})
     if unknown:
         raise LatencyValueError(f"{key}.{unknown[0]}", value[unknown[0]],
-                                f"unknown key for a {kind} distribution; it takes: {', '.join(fields)}")
+                                f"unknown key for a {kind} distribution{did_you_mean(unknown[0], fields)}; "
+                                f"it takes: {', '.join(fields)}")
     missing = [f for f in fields if f not in value]
     if missing:
         raise LatencyValueError(f"{key}.{missing[0]}", value, f"a {kind} distribution needs "
@@ -107,7 +110,8 @@ def latencies(table: Mapping[str, Any], legacy: Mapping[str, float | None] | Non
     for name, value in table.items():
         if name not in LATENCY_NAMES:
             raise ScenarioError(source, f"latency.{name}", value,
-                                "unknown latency; known: " + ", ".join(LATENCY_NAMES))
+                                "unknown latency" + did_you_mean(name, LATENCY_NAMES) + "; known: "
+                                + ", ".join(LATENCY_NAMES))
         try:
             changes[name] = parse_distribution(name, value)
         except LatencyValueError as e:

@@ -12,6 +12,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from emulator.model.suggest import did_you_mean
+
 from .errors import MISSING, ScenarioError
 from .loader import load_file, loads
 from .schema import Scenario
@@ -31,8 +33,8 @@ def names() -> list[str]:
 def source(name: str) -> str:
     """The TOML text of a built-in scenario."""
     if name not in names():
-        raise ScenarioError(name, None, MISSING,
-                            "no built-in scenario of that name; known: " + ", ".join(names()))
+        raise ScenarioError(name, None, MISSING, "no built-in scenario of that name"
+                            + did_you_mean(name, names()) + "; known: " + ", ".join(names()))
     return (_folder() / f"{name}.toml").read_text(encoding="utf-8")
 
 
@@ -48,8 +50,8 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         return load(text)
     if Path(text).exists() or text.endswith(".toml") or os.sep in text:
         return load_file(text)
-    raise ScenarioError(text, None, MISSING, "not a built-in scenario nor a file; built-in: "
-                        + ", ".join(names()))
+    raise ScenarioError(text, None, MISSING, "not a built-in scenario nor a file"
+                        + did_you_mean(text, names()) + "; built-in: " + ", ".join(names()))
 
 
 def describe() -> list[tuple[str, str]]:

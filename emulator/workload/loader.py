@@ -7,7 +7,7 @@ Every problem is a `ScenarioError` whose message is one line naming the file, th
 value, and saying what is expected, e.g.
 
     scenario.toml: events[2].at = -5s: times are offsets from the run start and must be >= 0
-    scenario.toml: cluster.capcity = { cores = 4 }: unknown key; expected one of: brokers, placement, ...
+    scenario.toml: cluster.capcity = { cores = 4 }: unknown key (did you mean capacity?); expected one of: ...
     scenario.toml: invalid TOML: Expected '=' after a key in a key/value pair (at line 3, column 5)
 
 Paths use the file's own keys, with list positions counted from 0 (`events[2]` is the third event).
@@ -32,6 +32,7 @@ from emulator.model.config import (LOAD_MANAGER_CLASSES, ConfigError, ServiceCon
                                    is_dynamic_configuration, property_text,
                                    validate_dynamic_configuration)
 from emulator.model.durations import format_duration
+from emulator.model.suggest import close_matches, did_you_mean
 
 from . import limits
 from .errors import MISSING, ScenarioError
@@ -101,7 +102,7 @@ def load_file(path: str | os.PathLike[str]) -> Scenario:
                                 "scenario file")
         text = Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ScenarioError(source, None, MISSING, "no such scenario file") from None
+        raise ScenarioError(source, None, MISSING, "no such scenario file" + _nearby_file(source)) from None
     except IsADirectoryError:
         raise ScenarioError(source, None, MISSING, "is a directory, not a scenario file") from None
     except UnicodeDecodeError as e:
@@ -109,6 +110,17 @@ def load_file(path: str | os.PathLike[str]) -> Scenario:
     except OSError as e:
         raise ScenarioError(source, None, MISSING, f"cannot read the file ({e.strerror})") from None
     return loads(text, source)
+
+
+def _nearby_file(source: str) -> str:
+    """" (did you mean scenarios/overloading.toml?)": the closest .toml file of the same folder, or ""."""
+    path = Path(source)
+    try:
+        names = [p.name for p in path.parent.iterdir() if p.suffix == ".toml"]
+    except OSError:
+        return ""
+    found = close_matches(path.name, names)
+    return f" (did you mean {path.with_name(found[0]) if str(path.parent) != '.' else found[0]}?)" if found else ""
 
 
 def from_dict(raw: dict[str, Any], source: str) -> Scenario:
@@ -267,7 +279,7 @@ def _translate(message: str, raw: dict[str, Any], source: str, root: Any) -> Sce
         known = list(_fields(struct)) if struct is not None else []
         if known and struct is not None and struct.__struct_config__.tag_field:
             known = [struct.__struct_config__.tag_field] + known
-        hint = f"; expected one of: {', '.join(known)}" if known else ""
+        hint = f"{did_you_mean(key, known)}; expected one of: {', '.join(known)}" if known else ""
         return ScenarioError(source, format_path(segs + [key]), _raw_at(raw, segs + [key]),
                              f"unknown key{hint}")
     if text.startswith("Object missing required field `"):
@@ -282,12 +294,14 @@ def _translate(message: str, raw: dict[str, Any], source: str, root: Any) -> Sce
         members = _union_members(_type_at(root, segs[:-1], MISSING))
         tags = _tag_choices(members)
         what = "unknown event" if segs[-1] == "do" else f"unknown {segs[-1]}"
-        return ScenarioError(source, format_path(segs), value, f"{what}; expected one of: {', '.join(tags)}")
+        hint = did_you_mean(value, tags) if isinstance(value, str) else ""
+        return ScenarioError(source, format_path(segs), value, f"{what}{hint}; expected one of: {', '.join(tags)}")
     if text.startswith("Invalid enum value "):
         tp = _strip(_type_at(root, segs, raw))
         choices = [str(a) for a in typing.get_args(tp)] if typing.get_origin(tp) is typing.Literal else []
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
         return ScenarioError(source, format_path(segs), value,
-                             f"expected one of: {', '.join(choices)}" if choices else text)
+                             f"expected one of: {', '.join(choices)}{hint}" if choices else text)
     bound = re.match(r"^Expected `[^`]*` (>=|>|<=|<) (\S+)$", text)
     if bound:
         num = float(bound.group(2))
@@ -409,7 +423,7 @@ class _Checker:
         for i, g in enumerate(self.s.topics):
             at: list[Seg] = ["topics", i]
             if g.namespace not in self.namespaces:
-                raise self.fail(at + ["namespace"], self._namespace_hint())
+                raise self.fail(at + ["namespace"], self._namespace_hint(g.namespace))
             label = g.label(i)
             if label in self.groups:
                 raise self.fail(at + ["group"], f"topic group name used twice (also topics[{self.groups[label]}])",
@@ -474,9 +488,10 @@ class _Checker:
 
     def check_selector(self, at: list[Seg], sel: TopicSelector) -> None:
         if sel.group is not None and sel.group not in self.groups:
-            raise self.fail(at + ["group"], "no such topic group; known: " + (", ".join(self.groups) or "none"))
+            raise self.fail(at + ["group"], "no such topic group" + did_you_mean(sel.group, self.groups)
+                            + "; known: " + (", ".join(self.groups) or "none"))
         if sel.namespace is not None and sel.namespace not in self.namespaces:
-            raise self.fail(at + ["namespace"], self._namespace_hint())
+            raise self.fail(at + ["namespace"], self._namespace_hint(sel.namespace))
         for j, name in enumerate(sel.topics):
             full = name if "://" in name else f"persistent://{name}"
             if full not in self.topics and full not in self.partitioned:
@@ -485,8 +500,9 @@ class _Checker:
         if len(chosen) > 1:
             raise self.fail(at + [chosen[1]], f"give one of hottest, random, fraction (also {chosen[0]})")
 
-    def _namespace_hint(self) -> str:
-        return "not declared in [[namespaces]]; declared: " + (", ".join(self.namespaces) or "none")
+    def _namespace_hint(self, name: str) -> str:
+        return ("not declared in [[namespaces]]" + did_you_mean(name, self.namespaces) + "; declared: "
+                + (", ".join(self.namespaces) or "none"))
 
     # --- brokers
 
@@ -571,7 +587,7 @@ class _Checker:
         for i, ns in enumerate(ini.namespaces):
             nat: list[Seg] = at + ["namespaces", i]
             if ns.name not in declared:
-                raise self.fail(nat + ["name"], self._namespace_hint())
+                raise self.fail(nat + ["name"], self._namespace_hint(ns.name))
             if ns.name in seen:
                 raise self.fail(nat + ["name"], "given twice in [[initial.namespaces]]")
             seen.add(ns.name)
@@ -672,7 +688,8 @@ class _Checker:
                     raise self.fail(at, "give exactly one of bundle or topic", _raw_at(self.raw, at))
                 self.check_target(at, e)
                 if e.algorithm is not None and e.algorithm not in SPLIT_ALGORITHMS:
-                    raise self.fail(at + ["algorithm"], "expected one of: " + ", ".join(SPLIT_ALGORITHMS))
+                    raise self.fail(at + ["algorithm"], "expected one of: " + ", ".join(SPLIT_ALGORITHMS)
+                                    + did_you_mean(e.algorithm, SPLIT_ALGORITHMS))
             select = getattr(e, "select", None)
             if isinstance(select, TopicSelector):
                 self.check_selector(at + ["select"], select)
@@ -697,7 +714,8 @@ class _Checker:
         if not validate_dynamic_configuration(name, property_text(e.value)):
             raise self.fail(at + ["value"], f"not a load manager class of Pulsar ({name}'s validator; "
                             "update-dynamic-config answers 412 \" Invalid dynamic-config value\"); "
-                            "expected one of: " + ", ".join(LOAD_MANAGER_CLASSES))
+                            "expected one of: " + ", ".join(LOAD_MANAGER_CLASSES)
+                            + did_you_mean(property_text(e.value), LOAD_MANAGER_CLASSES))
         if bad_value is not None:
             raise self.fail(at + ["value"], _config_reason(str(bad_value), e.key))
 
@@ -721,7 +739,8 @@ class _Checker:
         for i, x in enumerate(self.s.expect):
             at: list[Seg] = ["expect", i]
             if x.kpi not in KPIS:
-                raise self.fail(at + ["kpi"], "unknown KPI; known: " + ", ".join(KPIS))
+                raise self.fail(at + ["kpi"], "unknown KPI" + did_you_mean(x.kpi, KPIS) + "; known: "
+                                + ", ".join(KPIS))
             if x.min is None and x.max is None:
                 raise self.fail(at, "give min, max or both", _raw_at(self.raw, at))
             if x.min is not None and x.max is not None and x.min > x.max:
@@ -780,7 +799,7 @@ class _Checker:
                 self.check_policy_name(at, e.name, {}, "name")
             elif isinstance(e, SetAntiAffinityGroup):
                 if e.namespace not in self.namespaces:
-                    raise self.fail(at + ["namespace"], self._namespace_hint())
+                    raise self.fail(at + ["namespace"], self._namespace_hint(e.namespace))
                 if e.group is not None and not e.group.strip():
                     raise self.fail(at + ["group"], "blank; leave group out to remove the namespace's group")
 
@@ -805,19 +824,19 @@ class _Checker:
 
     def check_target(self, at: list[Seg], e: Any) -> None:
         if getattr(e, "namespace", None) is not None and e.namespace not in self.namespaces:
-            raise self.fail(at + ["namespace"], self._namespace_hint())
+            raise self.fail(at + ["namespace"], self._namespace_hint(e.namespace))
         if e.bundle is not None:
             try:
                 ns, _, _ = parse_bundle(e.bundle)
             except ValueError:
                 raise self.fail(at + ["bundle"], "expected tenant/ns/0x<lower>_0x<upper>") from None
             if ns not in self.namespaces:
-                raise self.fail(at + ["bundle"], self._namespace_hint())
+                raise self.fail(at + ["bundle"], self._namespace_hint(ns))
         if e.topic is not None:
             full = e.topic if "://" in e.topic else f"persistent://{e.topic}"
             ns = full.split("://", 1)[1].rsplit("/", 1)[0]
             if ns not in self.namespaces:
-                raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint())
+                raise self.fail(at + ["topic"], "its namespace is " + self._namespace_hint(ns))
 
 
 def _listed(ids: list[str], most: int = 8) -> str:
@@ -844,7 +863,16 @@ def _config_reason(message: str, key: str) -> str:
     rest = message[pos + len(head):]
     m = re.match(r"^(?:'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^:]*): (.*)$", rest, re.S)
     reason = m.group(1) if m else rest
-    return "unknown key (not a broker.conf key the emulator knows)" if reason == "unknown key" else reason
+    if reason == "unknown key":
+        return unknown_config_key(key)
+    return reason
+
+
+def unknown_config_key(key: str) -> str:
+    """The reason for a key [settings], set_config and --set do not take, with the closest one."""
+    names = [*ServiceConfig().to_properties(), *(f.name for f in msgspec.structs.fields(ServiceConfig))]
+    hint = did_you_mean(key, names)
+    return f"unknown key{hint}; not a broker.conf key the emulator knows"
 
 
 def check_strategies(placement: str, shedder: str,

@@ -120,3 +120,32 @@ def test_a_subclass_that_overrides_the_plain_method_is_called_through_it() -> No
 
     assert shedders.find_bundles_for_unloading_explained(
         Nothing(random.Random(0)), hot_and_cold(), CONF) == shedders.UnloadPlan([])
+
+
+# --- each plain method written once, in the base -----------------------------------------------------
+
+PLAIN = ("__init__", "find_bundles_for_unloading", "on_active_brokers_change", "on_unload_attempt_completed",
+         "warm_up", "select_broker", "select_broker_for_bundle")
+OWN = {"AvgShedder": {"__init__", "on_unload_attempt_completed"},   # hit counters and the plan of #26246
+       "ThresholdShedder": {"warm_up"}}                                # its EMA warm start
+
+
+def test_a_builtin_writes_its_explained_method_and_only_the_hooks_it_needs() -> None:
+    """SimPy-style: `find_bundles_for_unloading` comes from `BaseShedder`, the constructor and the broker
+    hook from `DecisionBase` (or `UsageHistory`), AvgShedder's plain placement from BasePlacementStrategy."""
+    for name in shedders.names():
+        cls = type(shedders.create(name, random.Random(1)))
+        assert "find_bundles_for_unloading_explained" in vars(cls), name
+        assert set(vars(cls)) & set(PLAIN) == OWN.get(name, set()), name
+
+
+class _OnlyExplained(shedders.BaseShedder):
+    def find_bundles_for_unloading_explained(self, load_data, conf):  # type: ignore[no-untyped-def]
+        return shedders.UnloadPlan([("b:1", "t/n/0x0_0x1")], {"why": "test"})
+
+
+def test_a_new_shedder_writes_only_its_explained_method() -> None:
+    h = _OnlyExplained(random.Random(1))
+    assert h.find_bundles_for_unloading(LoadData(), CONF) == [("b:1", "t/n/0x0_0x1")]
+    assert shedders.find_bundles_for_unloading_explained(h, LoadData(), CONF).explanation == {"why": "test"}
+    assert h.on_active_brokers_change({"b:1"}) is None and h.on_unload_attempt_completed([]) is None

@@ -46,6 +46,22 @@ def test_unknown_name_lists_known_ones() -> None:
         assert name in str(e.value)
 
 
+@pytest.mark.parametrize("name,hint", [
+    ("ThresholdShedr", "ThresholdShedder"),
+    ("org.apache.pulsar.broker.loadbalance.impl.UniformShedder", "UniformLoadShedder"),
+    ("overloadshedder", "OverloadShedder"),
+])
+def test_a_typo_gets_did_you_mean(name: str, hint: str) -> None:
+    with pytest.raises(ValueError, match=rf"unknown load shedding strategy '{name}' \(did you mean {hint}\?\); "):
+        shedders.create(name, random.Random(1))
+
+
+def test_an_extensible_typo_gets_the_full_class_name() -> None:
+    with pytest.raises(ValueError, match=r"\(did you mean org\.apache\.pulsar\.broker\.loadbalance\.extensions\."
+                                         r"scheduler\.TransferShedder\?\)"):
+        shedders.create_extensible("TransferShedr", random.Random(1))
+
+
 @pytest.mark.parametrize(
     "path",
     ["no_such_module_xyz:Thing", "shedders.base:Nope", "random:Random", "shedders.base:", ":X"],

@@ -117,3 +117,43 @@ def test_a_subclass_that_overrides_select_broker_is_not_bypassed_by_the_explaine
     mine = strategies.select_broker_explained(Busiest(random.Random(0)), cands, "t/n/0x0_0x1",
                                               BundleData.default(), load_data(), CONF)
     assert mine == strategies.Selection("b5:8080")
+
+
+# --- each plain method written once, in the base -----------------------------------------------------
+
+PLAIN = ("__init__", "select_broker", "select_broker_for_bundle", "on_active_brokers_change")
+
+
+def test_a_builtin_that_explains_writes_no_plain_method() -> None:
+    """SimPy-style: a built-in writes `select_broker_explained` (or, without scores, `select_broker`) and
+    its own state; `select_broker`, `select_broker_for_bundle`, the constructor and the broker hook come
+    from `BasePlacementStrategy` (and `UsageHistory` for the EMA two of them keep)."""
+    for name in strategies.names():
+        cls = type(strategies.create(name, random.Random(1)))
+        assert issubclass(cls, strategies.BasePlacementStrategy), name
+        written = set(vars(cls)) & set(PLAIN)
+        if "select_broker_explained" in vars(cls):   # AvgShedder's constructor: its hit counters and plan
+            assert written == ({"__init__"} if name == "AvgShedder" else set()), (name, written)
+        else:   # RoundRobinBrokerSelector: a plain select_broker, and its counter and cache
+            assert written == {"__init__", "select_broker"}, (name, written)
+
+
+class _OnlyExplained(strategies.BasePlacementStrategy):
+    """A new strategy: one method."""
+
+    def select_broker_explained(self, candidates, bundle_name, bundle_to_assign, load_data, conf):  # type: ignore[no-untyped-def]
+        pick = max(sorted(candidates), default=None)
+        return strategies.Selection(pick, {"named": 1.0} if bundle_name else None)
+
+
+def test_a_new_strategy_writes_only_its_explained_method() -> None:
+    s = _OnlyExplained(random.Random(1))
+    args = (BundleData.default(), load_data(), CONF)
+    assert s.select_broker({"a", "b"}, *args) == "b"
+    assert s.select_broker_for_bundle({"a", "b"}, "t/n/0x0_0x1", *args) == "b"
+    assert strategies.select_broker_explained(s, {"a", "b"}, "t/n/0x0_0x1", *args).scores == {"named": 1.0}
+    assert s.on_active_brokers_change({"a"}) is None
+    with pytest.raises(TypeError, match="rng must be a random.Random"):
+        _OnlyExplained(7)  # type: ignore[arg-type]
+    with pytest.raises(NotImplementedError, match="defines neither select_broker_explained nor select_broker"):
+        strategies.BasePlacementStrategy(random.Random(1)).select_broker({"a"}, *args)

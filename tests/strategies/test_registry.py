@@ -30,6 +30,22 @@ def test_unknown_name_lists_known_ones() -> None:
         assert name in str(e.value)
 
 
+@pytest.mark.parametrize("name,hint", [
+    ("LeastLongTermMesageRate", "LeastLongTermMessageRate"),
+    ("org.apache.pulsar.broker.loadbalance.impl.RoundRobinBrokerSelecter", "RoundRobinBrokerSelector"),
+    ("leastresourceusagewithweight", "LeastResourceUsageWithWeight"),
+])
+def test_a_typo_gets_did_you_mean(name: str, hint: str) -> None:
+    with pytest.raises(ValueError, match=rf"unknown placement strategy '{name}' \(did you mean {hint}\?\); known: "):
+        strategies.create(name, random.Random(1))
+
+
+def test_a_class_missing_from_a_module_gets_did_you_mean() -> None:
+    hint = r"has no attribute 'RoundRobinSelector' \(did you mean RoundRobinBrokerSelector\?\)"
+    with pytest.raises(ValueError, match=hint):
+        strategies.create("strategies.round_robin:RoundRobinSelector", random.Random(1))
+
+
 @pytest.mark.parametrize(
     "path",
     ["no_such_module_xyz:Thing", "strategies.round_robin:Nope", "random:Random", "strategies.round_robin:"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from emulator.model.config import ConfigError, ServiceConfig
@@ -9,6 +11,7 @@ from emulator.workload import library, loader
 from emulator.workload.build import cluster_settings, client_settings, service_config
 from emulator.model.durations import format_duration, parse_duration
 from emulator.workload.errors import ScenarioError
+from emulator.workload.loader import load_file
 from emulator.workload.schema import AddBrokers, SpikeEvent
 
 BASE = """\
@@ -59,9 +62,9 @@ select = { hottest = 1 }
     ("\n[cluster\nbrokers = 3\n",
      "scenario.toml: invalid TOML: Expected ']' at the end of a table declaration (at line 14, column 9)"),
     ("\n[cluster]\ncapcity = 3\n",
-     "scenario.toml: cluster.capcity = 3: unknown key; expected one of: brokers, placement, shedder, "
-     "capacity, overrides, report_interval, broker_start_timeout, bundle_close_time, topic_close_time, "
-     "sigterm_timeout"),
+     "scenario.toml: cluster.capcity = 3: unknown key (did you mean capacity?); expected one of: brokers, "
+     "placement, shedder, capacity, overrides, report_interval, broker_start_timeout, bundle_close_time, "
+     "topic_close_time, sigterm_timeout"),
     ("\n[cluster]\nbrokers = \"three\"\n",
      "scenario.toml: cluster.brokers = three: expected an integer or a list, got a string"),
     ("\n[cluster.capacity]\ncores = -4\n",
@@ -84,14 +87,19 @@ select = { hottest = 1 }
      "restart_rolling, leader_failover, session_expire, set_capacity, background_load, set_config, unload, "
      "split, spike, ramp, set_rate, scale_rate, set_isolation_policy, delete_isolation_policy, "
      "set_failure_domain, delete_failure_domain, set_anti_affinity_group"),
+    ("\n[[events]]\nat = \"5m\"\ndo = \"leader_failovr\"\n",
+     "scenario.toml: events[0].do = leader_failovr: unknown event (did you mean leader_failover?); expected one "
+     "of: add_brokers, remove_brokers, restart_rolling, leader_failover, session_expire, set_capacity, "
+     "background_load, set_config, unload, split, spike, ramp, set_rate, scale_rate, set_isolation_policy, "
+     "delete_isolation_policy, set_failure_domain, delete_failure_domain, set_anti_affinity_group"),
     ("\n[[events]]\nat = \"5m\"\n",
      "scenario.toml: events[0].do: required key is missing; one of: add_brokers, remove_brokers, "
      "restart_rolling, leader_failover, session_expire, set_capacity, background_load, set_config, unload, "
      "split, spike, ramp, set_rate, scale_rate, set_isolation_policy, delete_isolation_policy, "
      "set_failure_domain, delete_failure_domain, set_anti_affinity_group"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"add_brokers\"\nkount = 3\n",
-     "scenario.toml: events[0].kount = 3: unknown key; expected one of: do, at, count, brokers, cores, nic_gbps, "
-     "heap_mb, direct_mb"),
+     "scenario.toml: events[0].kount = 3: unknown key (did you mean count?); expected one of: do, at, count, "
+     "brokers, cores, nic_gbps, heap_mb, direct_mb"),
     ("\n[[events]]\nat = \"5m\"\ndo = \"remove_brokers\"\n",
      "scenario.toml: events[0] = { at = 5m, do = remove_brokers }: give brokers = [...] or count = N "
      "(one of them)"),
@@ -125,13 +133,19 @@ select = { hottest = 1 }
      "'Bar'; known: AvgShedder, OverloadShedder, ThresholdShedder, UniformLoadShedder (or give your own "
      "class as 'pkg.module:Class')"),
     ("\n[settings]\nloadBalancerFoo = 3\n",
-     "scenario.toml: settings.loadBalancerFoo = 3: unknown key (not a broker.conf key the emulator knows)"),
+     "scenario.toml: settings.loadBalancerFoo = 3: unknown key; not a broker.conf key the emulator knows"),
+    ("\n[settings]\nloadBalancerSheddingIntervalMinute = 3\n",
+     "scenario.toml: settings.loadBalancerSheddingIntervalMinute = 3: unknown key (did you mean "
+     "loadBalancerSheddingIntervalMinutes?); not a broker.conf key the emulator knows"),
     ("\n[settings]\nloadBalancerSheddingIntervalMinutes = \"x\"\n",
      "scenario.toml: settings.loadBalancerSheddingIntervalMinutes = x: expected an integer"),
     ("\n[settings]\nloadBalancerSheddingIntervalMinutes = 0\n",
      "scenario.toml: settings.loadBalancerSheddingIntervalMinutes = 0: must be > 0"),
     ("\n[[topics]]\nnamespace = \"a/b\"\n",
      "scenario.toml: topics[1].namespace = a/b: not declared in [[namespaces]]; declared: public/default"),
+    ("\n[[topics]]\nnamespace = \"public/defualt\"\n",
+     "scenario.toml: topics[1].namespace = public/defualt: not declared in [[namespaces]] (did you mean "
+     "public/default?); declared: public/default"),
     ("\n[[topics]]\nnamespace = \"public/default\"\n",
      "scenario.toml: topics[1].name = \"topic-{i}\": topic persistent://public/default/topic-0 is also made "
      "by another group"),
@@ -208,8 +222,14 @@ loadBalancerLoadSheddingStrategy = "OverloadShedder"
     assert conf.load_balancer_broker_overloaded_threshold_percentage == 75     # --set over settings
     assert conf.load_balancer_load_placement_strategy == "LeastResourceUsageWithWeight"
     assert conf is not service_config(s)                                  # a fresh object per run
-    with pytest.raises(ConfigError, match=r"^--set: shedder = 'Nope': unknown load shedding strategy"):
+    with pytest.raises(ConfigError, match=r"^--shedder = 'Nope': unknown load shedding strategy"):
         service_config(s, overrides={"shedder": "Nope"})
+    with pytest.raises(ConfigError, match=r"^--shedder = 'UniformShedder': unknown load shedding strategy "
+                                          r"'UniformShedder' \(did you mean UniformLoadShedder\?\); known: "):
+        service_config(s, overrides={"shedder": "UniformShedder"})
+    with pytest.raises(ConfigError, match=r"^--set: minUnloadMesage = '7': unknown key \(did you mean "
+                                          r"minUnloadMessage\?\); not a broker.conf key"):
+        service_config(s, overrides={"minUnloadMesage": "7"})
     with pytest.raises(ConfigError, match=r"^--set: minUnloadMessage = 'x': expected an integer"):
         service_config(s, overrides={"minUnloadMessage": "x"})
 
@@ -249,3 +269,13 @@ def test_bad_durations(bad):
 def test_format_duration():
     assert [format_duration(x) for x in (7200, 5400, 45, 0, 1.5, 3725)] == [
         "2h", "1h30m", "45s", "0s", "1.5s", "1h2m5s"]
+
+
+def test_a_missing_scenario_file_names_the_closest_file_of_its_folder(tmp_path):
+    (tmp_path / "overloading.toml").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(ScenarioError, match=r"overloadin\.toml: no such scenario file \(did you mean "
+                                            rf"{re.escape(str(tmp_path / 'overloading.toml'))}\?\)$"):
+        load_file(tmp_path / "overloadin.toml")
+    with pytest.raises(ScenarioError, match=r"notes\.toml: no such scenario file$"):   # .toml files only
+        load_file(tmp_path / "notes.toml")
