@@ -61,7 +61,8 @@ topic_close_time = "10ms"
 
 @pytest.mark.parametrize("extra, expected", [
     ('[latency]\ntopic_lod = "1ms"\n',
-     's.toml: latency.topic_lod = 1ms: unknown latency (did you mean topic_load?); known: metadata_op, admin_call, topic_load, '
+     's.toml: latency.topic_lod = 1ms: unknown latency (did you mean topic_load?); '
+     'known: metadata_op, admin_call, topic_load, '
      'bundle_close, topic_close, broker_start, tcp_connect, producer_create, subscribe, lookup'),
     ('[latency]\ntopic_load = "-1ms"\n',
      's.toml: latency.topic_load = -1ms: latencies must be >= 0'),

@@ -152,11 +152,13 @@ select = { hottest = 1 }
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x\"\ncount = 2\n",
      "scenario.toml: topics[1].name = x: all 2 topics would share one name; put {i} in it"),
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\nrate = { distribution = \"pareto\" }\n",
-     "scenario.toml: topics[1].rate.distribution = pareto: expected one of: constant, uniform, zipf, hot_set, explicit"),
+     "scenario.toml: topics[1].rate.distribution = pareto: expected one of: constant, uniform, zipf, hot_set, "
+     "explicit"),
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\npatterns = [{ kind = \"sine\" }]\n",
      "scenario.toml: topics[1].patterns[0].kind = sine: unknown kind; expected one of: steady, ramp, spike, "
      "diurnal, noise"),
-    ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\npatterns = [{ kind = \"diurnal\", amplitude = 1.5 }]\n",
+    ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\n"
+     "patterns = [{ kind = \"diurnal\", amplitude = 1.5 }]\n",
      "scenario.toml: topics[1].patterns[0].amplitude = 1.5: must be <= 1"),
     ("\n[[topics]]\nnamespace = \"public/default\"\nname = \"x{i}\"\nproducers = -1\n",
      "scenario.toml: topics[1].producers = -1: must be >= 0"),
