@@ -314,7 +314,8 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     # Deprecated, long, default -1 in Pulsar 3.x: ServiceConfiguration.getMetadataStoreSessionTimeoutMillis
     # uses it only when > 0, so conf/broker.conf ships `zooKeeperSessionTimeoutMillis=-1` = unset.
     zoo_keeper_session_timeout_millis: Annotated[int, Setting(
-        "zooKeeperSessionTimeoutMillis", long=True, bound="any", deprecated="metadataStoreSessionTimeoutMillis",
+        "zooKeeperSessionTimeoutMillis", long=True, bound="any",
+        deprecated="replaced by metadataStoreSessionTimeoutMillis",
         doc="the old name of the metadata session timeout")] = 30000
     metadata_store_operation_timeout_seconds: Annotated[int, Setting(
         "metadataStoreOperationTimeoutSeconds", bound="positive", doc="metadata operation timeout")] = 30
