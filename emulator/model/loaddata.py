@@ -15,7 +15,7 @@ import math
 import re
 import struct
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
@@ -801,6 +801,6 @@ class BrokerDataUpdateCheck:
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
-def encode_json(obj: Any) -> bytes:
+def encode_json(obj: object) -> bytes:
     """Pulsar-shaped JSON with sets and map keys sorted, so equal data gives equal bytes."""
     return _ENCODER.encode(obj)
