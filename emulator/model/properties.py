@@ -1,5 +1,6 @@
 """Config values as text: java.util.Properties syntax (broker.conf), the text a value is written back
-as, and Java's `String.valueOf` of a value (what Pulsar's runtime-configuration view shows)."""
+as, Java's `String.valueOf` of a value (what Pulsar's runtime-configuration view shows), and the
+reference table of the declared keys."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import decimal
 import math
 import re
 
-from .setting import Kind, Value
+from .setting import Kind, Settings, Value
 
-__all__ = ["java_string", "parse_properties", "property_text"]
+__all__ = ["java_string", "parse_properties", "property_text", "reference_table"]
 
 
 def parse_properties(text: str) -> list[tuple[str, str]]:
@@ -59,6 +60,18 @@ def java_string(value: Value, kind: Kind) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(value) + "]"
     return str(value)
+
+
+def reference_table(settings: Settings) -> str:
+    """The declared keys as a Markdown table, in declaration order: key, type, default (as broker.conf
+    text), dynamic, where Pulsar declares it, and the doc line (with why it is deprecated, if it is)."""
+    rows = ["| key | type | default | dynamic | source | doc |", "|---|---|---|---|---|---|"]
+    for d in settings:
+        doc = d.setting.doc + (f" (deprecated: {d.setting.deprecated})" if d.setting.deprecated else "")
+        default = property_text(d.default_value())
+        rows.append(f"| `{d.key}` | {d.kind} | {f'`{default}`' if default else '(empty)'} "
+                    f"| {'yes' if d.setting.dynamic else 'no'} | {d.setting.source} | {doc.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
 
 
 def _java_double(x: float) -> str:

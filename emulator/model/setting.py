@@ -12,7 +12,7 @@ The field gives the attribute name, the Python type and the default; the `Settin
 camelCase key (None for an emulator switch, whose key is its field name), whether Pulsar lets an operator
 change it at runtime, its Java type, its checks, where Pulsar declares it and its doc line.
 `Settings.of(cls)` reads the annotations once and derives every table: names both ways, types, defaults,
-the dynamic keys, the validators and the reference table. Nothing else lists keys.
+the dynamic keys, the validators (and, in properties.py, the reference table). Nothing else lists keys.
 
 Values: `parse_text` reads broker.conf text as PulsarConfigurationLoader does, `coerce` takes a typed
 value (TOML, `--set`), `problem` says why a value is refused; each returns or names the reason in the
@@ -228,15 +228,6 @@ class Settings:
     def lookup(self, name: str) -> Declared | None:
         """The key of a camelCase Pulsar name or of a field name; None if neither."""
         return self.by_key.get(name) or self.by_field.get(name)
-
-    def reference(self) -> str:
-        """The keys as a Markdown table (key, type, default, dynamic, source, doc), in field order."""
-        rows = ["| key | type | default | dynamic | source | doc |", "|---|---|---|---|---|---|"]
-        for d in self.declared:
-            doc = d.setting.doc + (f" Deprecated: {d.setting.deprecated}." if d.setting.deprecated else "")
-            rows.append(f"| `{d.key}` | {d.kind} | `{d.default_value()!r}` | {'yes' if d.setting.dynamic else 'no'}"
-                        f" | {d.setting.source} | {doc.replace('|', '/')} |")
-        return "\n".join(rows) + "\n"
 
 
 def _twice(declared: tuple[Declared, ...]) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 
 from emulator.model.config import (DYNAMIC_KEYS, SETTINGS, ServiceConfig, dynamic_configuration_names,
                                    runtime_configuration)
+from emulator.model.properties import reference_table
 from emulator.model.setting import Setting, Settings, switch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_every_derived_table_has_exactly_the_declared_keys() -> None:
         assert ServiceConfig.pulsar_name(d.field) == d.key
         assert ServiceConfig.field_name(d.key) == ServiceConfig.field_name(d.field) == d.field
         assert getattr(conf, d.field) == d.default_value()
-    rows = SETTINGS.reference().splitlines()[2:]
+    rows = reference_table(SETTINGS).splitlines()[2:]
     assert [re.match(r"\| `([^`]+)` \|", row).group(1) for row in rows] == keys  # type: ignore[union-attr]
 
 
