@@ -231,12 +231,10 @@ class Settings:
 
 
 def _twice(declared: tuple[Declared, ...]) -> list[str]:
-    seen: set[str] = set()
-    twice = []
-    for name in [d.field for d in declared] + [d.key for d in declared]:
-        if name in seen:
-            twice.append(name)
-        seen.add(name)
+    """The field names and the keys that more than one declaration has."""
+    twice: list[str] = []
+    for names in ([d.field for d in declared], [d.key for d in declared]):
+        twice += sorted({name for name in names if names.count(name) > 1})
     return twice
 
 
