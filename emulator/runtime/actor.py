@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 import structlog
-from structlog.typing import FilteringBoundLogger
 from anyio.abc import TaskGroup
+from structlog.typing import FilteringBoundLogger
 
 from .clock import ZERO_ORIGIN_LOOPS, Clock
 from .deadlines import Deadlines
