@@ -210,7 +210,7 @@ class BundleColumns:
         self.samples[rows] = n
         nf = n.astype(np.float64)
         mf = (n - 1).astype(np.float64)
-        v = self.values[rows]
+        v: np.ndarray = self.values[rows]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             short, long = v[:, :4], v[:, 4:]
             short *= mf[:, :1]
@@ -235,7 +235,8 @@ class BundleColumns:
         if len(values) == 0:
             return [0.0] * 8
         with np.errstate(over="ignore", invalid="ignore"):
-            return (values.cumsum(0)[-1] + 0.0).tolist()
+            sums: list[float] = (values.cumsum(0)[-1] + 0.0).tolist()
+        return sums
 
     @staticmethod
     def segment_sums(values: np.ndarray, sizes: list[int]) -> list[list[float]]:
@@ -265,7 +266,8 @@ class BundleColumns:
         grid = np.zeros((count, longest, 8), dtype=np.float64)
         grid[owner, position] = values
         with np.errstate(over="ignore", invalid="ignore"):
-            return (grid.cumsum(axis=1)[:, -1] + 0.0).tolist()
+            rows: list[list[float]] = (grid.cumsum(axis=1)[:, -1] + 0.0).tolist()
+        return rows
 
     # ------------------------------------------------------------------ objects
 

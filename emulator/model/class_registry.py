@@ -75,12 +75,13 @@ class ClassRegistry:
         except Exception as e:  # ImportError, SyntaxError, anything the module raises at import
             raise ValueError(f"{self._noun} {path!r}: cannot import module {module_name!r}: "
                              f"{type(e).__name__}: {_one_line(e)}") from None
-        cls = getattr(module, class_name, None)
+        cls: object = getattr(module, class_name, None)
         if cls is None:
             classes = [n for n, v in vars(module).items() if isinstance(v, type)]
             raise ValueError(f"{self._noun} {path!r}: module {module_name!r} has no attribute {class_name!r}"
                              + did_you_mean(class_name, classes))
         self.check_class(path, cls)
+        assert isinstance(cls, type)  # check_class refused anything else
         return cls
 
     def register(self, name: str, cls: type) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
@@ -58,7 +58,8 @@ DEFAULT_MESSAGE_RATE = 50.0  # msg/s, each way, for a bundle never seen
 DEFAULT_MESSAGE_THROUGHPUT = 50000.0  # bytes/s (decimal 50 kB/s), each way
 
 _F32 = struct.Struct("<f")
-_F32_PACK, _F32_UNPACK = _F32.pack, _F32.unpack
+_F32_PACK = _F32.pack
+_F32_UNPACK: Callable[[bytes], tuple[float]] = _F32.unpack
 _2F32 = struct.Struct("<ff")
 _2F32_PACK, _2F32_UNPACK = _2F32.pack, _2F32.unpack
 _USAGE_KEY_PACK = struct.Struct("<12d").pack
@@ -299,7 +300,7 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
         except (struct.error, TypeError, OverflowError):
             key = None
         if key is not None:
-            cached = self.__dict__.get("_weighted_usage")
+            cached: tuple[bytes, float] | None = self.__dict__.get("_weighted_usage")
             if cached is not None and cached[0] == key:
                 return cached[1]
         p_cpu, p_direct, p_in, p_out = _percent_usages(cpu, direct, b_in, b_out)
@@ -552,9 +553,9 @@ class BrokerData(msgspec.Struct, rename="camel", dict=True):
         sums = self._valid_sums()
         if sums is not None and bundle not in held:
             long_term = data.long_term_data
-            sums[2] += long_term.msg_rate_in + long_term.msg_rate_out
-            sums[3] += data.topics
-            sums[1] += 1
+            sums.rate += long_term.msg_rate_in + long_term.msg_rate_out
+            sums.topics += data.topics
+            sums.count += 1
         else:
             self.preallocated_data_changed()  # a replaced value keeps its place: add up again
         held[bundle] = data
@@ -567,7 +568,7 @@ class BrokerData(msgspec.Struct, rename="camel", dict=True):
     def clear_preallocations(self) -> None:
         held = self.preallocated_bundle_data
         held.clear()
-        self.__dict__["_preallocated_sums"] = [held, 0, 0.0, 0]
+        self.__dict__["_preallocated_sums"] = _PreallocatedSums(held, 0, 0.0, 0)
 
     def preallocated_data_changed(self) -> None:
         """A held BundleData changed in place: the next read adds the sums up again."""
@@ -575,20 +576,20 @@ class BrokerData(msgspec.Struct, rename="camel", dict=True):
 
     def preallocated_long_term_msg_rate(self) -> float:
         """Sum over the preallocated bundles, in map order, of long-term msg rate in + out."""
-        return self._sums()[2]
+        return self._sums().rate
 
     def preallocated_topics(self) -> int:
         """Sum of the preallocated bundles' topic counts."""
-        return self._sums()[3]
+        return self._sums().topics
 
-    def _valid_sums(self) -> list[Any] | None:
-        sums = self.__dict__.get("_preallocated_sums")
+    def _valid_sums(self) -> _PreallocatedSums | None:
+        sums: _PreallocatedSums | None = self.__dict__.get("_preallocated_sums")
         held = self.preallocated_bundle_data
-        if sums is not None and sums[0] is held and sums[1] == len(held):
+        if sums is not None and sums.held is held and sums.count == len(held):
             return sums
         return None
 
-    def _sums(self) -> list[Any]:
+    def _sums(self) -> _PreallocatedSums:
         sums = self._valid_sums()
         if sums is None:
             held = self.preallocated_bundle_data
@@ -598,11 +599,21 @@ class BrokerData(msgspec.Struct, rename="camel", dict=True):
                 long_term = data.long_term_data
                 rate += long_term.msg_rate_in + long_term.msg_rate_out
                 topics += data.topics
-            sums = self.__dict__["_preallocated_sums"] = [held, len(held), rate, topics]
+            sums = self.__dict__["_preallocated_sums"] = _PreallocatedSums(held, len(held), rate, topics)
         return sums
 
 
-class SheddingView(dict):
+class _PreallocatedSums:
+    """BrokerData's running sums over `held` (its preallocated_bundle_data), valid while that dict has
+    `count` entries."""
+
+    __slots__ = ("held", "count", "rate", "topics")
+
+    def __init__(self, held: dict[str, BundleData], count: int, rate: float, topics: int) -> None:
+        self.held, self.count, self.rate, self.topics = held, count, rate, topics
+
+
+class SheddingView(dict[str, BundleData]):
     """`LoadData.bundle_data_for_load_shedding()`: a plain {bundle: BundleData} dict in the leader's
     map order, which also knows each bundle's position in that order.
 
@@ -790,6 +801,6 @@ class BrokerDataUpdateCheck:
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
-def encode_json(obj: Any) -> bytes:
+def encode_json(obj: object) -> bytes:
     """Pulsar-shaped JSON with sets and map keys sorted, so equal data gives equal bytes."""
     return _ENCODER.encode(obj)

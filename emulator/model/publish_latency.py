@@ -51,7 +51,8 @@ def _erfc(x: np.ndarray) -> np.ndarray:
         -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
             -0.82215223 + t * 0.17087277))))))))
     r = t * np.exp(poly)
-    return np.where(x >= 0, r, 2.0 - r)
+    out: np.ndarray = np.where(x >= 0, r, 2.0 - r)
+    return out
 
 
 def _phi(z: np.ndarray) -> np.ndarray:
@@ -106,7 +107,8 @@ class BaseLatency(msgspec.Struct, frozen=True, kw_only=True):
         return idx, flat[idx]
 
     def _z(self, x: np.ndarray) -> np.ndarray:
-        return (np.log(x) - self.mu) / self.sigma
+        z: np.ndarray = (np.log(x) - self.mu) / self.sigma
+        return z
 
     def cdf(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
@@ -458,7 +460,8 @@ class TabulatedMixture:
 
     def counts(self, direct: float) -> np.ndarray:
         """Messages at or below each bound (cumulative), for `direct` base messages."""
-        return direct * self.g_bounds + self.w_bounds
+        counts: np.ndarray = direct * self.g_bounds + self.w_bounds
+        return counts
 
     def quantiles(self, ps: Sequence[float], direct: float) -> list[float]:
         total = direct + self.windows_total

@@ -111,7 +111,7 @@ def tdtv(up: float, down: float) -> float:
     lo, hi = min(up, down), max(up, down)
     if lo == 0:
         return 0.0
-    alpha = (lo / hi) ** TDTV_EXPONENT
+    alpha: float = (lo / hi) ** TDTV_EXPONENT  # a float: lo / hi > 0
     return alpha * (up + down) + (1.0 - alpha) * lo
 
 

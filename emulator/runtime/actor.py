@@ -27,6 +27,7 @@ import anyio
 import anyio.lowlevel
 import structlog
 from anyio.abc import TaskGroup
+from structlog.typing import FilteringBoundLogger
 
 from .clock import ZERO_ORIGIN_LOOPS, Clock
 from .deadlines import Deadlines
@@ -83,15 +84,15 @@ class Actor:
         # made on first use: a cluster has one actor per owned bundle, tens of thousands of which
         # never draw a random number (a Mersenne Twister state is 2.5 KB) nor log a line
         self._rng: random.Random | None = None
-        self._log: Any = None
-        self._mailbox: Mailbox[tuple[Any, Reply]] = Mailbox()
+        self._log: FilteringBoundLogger | None = None
+        self._mailbox: Mailbox[tuple[object, Reply]] = Mailbox()
         self._open: dict[Reply, None] = {}  # unanswered asks to this actor, in arrival order
         self._state = _NEW
         self._cause = "not spawned yet: call system.spawn(actor) first"
         self._task: asyncio.Task[Any] | None = None
         self._scope: anyio.CancelScope | None = None
         self._serving = False  # the run loop is up: start_soon starts tasks at once
-        self._early: list[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], str]] = []
+        self._early: list[tuple[Callable[..., Awaitable[object]], tuple[object, ...], str]] = []
         self._parent: Actor | None = None
         self._children: dict[Actor, None] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -115,7 +116,7 @@ class Actor:
         self._rng = value
 
     @property
-    def log(self) -> Any:
+    def log(self) -> FilteringBoundLogger:
         """A structlog logger bound to `actor=name` (lazy: follows logging configured later)."""
         log = self._log
         if log is None:
@@ -123,7 +124,7 @@ class Actor:
         return log
 
     @log.setter
-    def log(self, value: Any) -> None:
+    def log(self, value: FilteringBoundLogger) -> None:
         self._log = value
 
     @property
@@ -135,7 +136,7 @@ class Actor:
     async def on_start(self) -> None:
         """Runs before the first message; a good place to `start_soon` periodic tasks."""
 
-    async def receive(self, msg: Any, reply: Reply) -> None:
+    async def receive(self, msg: object, reply: Reply) -> None:
         """Handle one message; answer asks with `reply.ok(value)` / `reply.error(exc)`."""
         raise TypeError(f"{type(self).__name__} {self.name!r} does not handle {msg!r}: "
                         f"override receive(self, msg, reply)")
@@ -145,13 +146,13 @@ class Actor:
 
     # ----------------------------------------------------------------------- messaging
 
-    def tell(self, msg: Any) -> None:
+    def tell(self, msg: object) -> None:
         """Enqueue `msg` without waiting; raises ActorDead if the actor is not running."""
         if not self.alive:
             raise ActorDead(self.name, self._cause)
         self._mailbox.put((msg, NO_REPLY))
 
-    async def ask(self, msg: Any, timeout: float | None = None) -> Any:
+    async def ask(self, msg: object, timeout: float | None = None) -> Any:
         """Send `msg` and wait for the reply. Raises ActorDead (not running, or died before
         answering), AskTimeout after `timeout` seconds, or whatever the handler passed to
         `reply.error`."""
@@ -175,7 +176,7 @@ class Actor:
             if when is not None:
                 deadlines.discard(when, future)
 
-    def ask_then(self, msg: Any, then: Callable[..., Any], *args: Any, asker: Actor,
+    def ask_then(self, msg: object, then: Callable[..., object], *args: object, asker: Actor,
                  timeout: float | None = None) -> None:
         """`ask` for code written as callbacks: send `msg` and return at once; once it is answered
         (or fails: ActorDead, AskTimeout, an error reply) run `then(*args, value, error)` as a
@@ -195,7 +196,7 @@ class Actor:
         if timeout is not None:
             reply._when = self.system._deadlines.add(loop, reply, self.name, msg, timeout)
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+    def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> None:
         """Run the plain function `fn(*args)` after `delay` emulated seconds (0: on the next loop
         turn) as part of this actor: skipped if the actor is dead by then; an exception escaping
         it crashes the actor. A timer, not a task: for callback-style code (see `ask_then`)."""
@@ -205,7 +206,7 @@ class Actor:
         else:
             loop.call_soon(self._call_guarded, fn, args)
 
-    def wakeup(self, fn: Callable[[], Any]) -> Wakeup:
+    def wakeup(self, fn: Callable[[], object]) -> Wakeup:
         """A re-armable timer that runs the plain function `fn()` as part of this actor where a task
         sleeping until then would wake (`Wakeup`: `at(when)`, `soon()`): for periodic work that
         runs often and rarely waits. Cancelled when the actor dies."""
@@ -215,7 +216,7 @@ class Actor:
         self._wakeups.append(w)
         return w
 
-    def _call_guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def _call_guarded(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
         if self._state is _DEAD:
             return
         try:
@@ -225,7 +226,7 @@ class Actor:
 
     # ----------------------------------------------------------------------- lifecycle
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any,
+    def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object,
                    name: str | None = None) -> None:
         """Run `fn(*args)` as a child task of this actor: cancelled when the actor dies, and an
         exception escaping it crashes the actor."""
@@ -244,7 +245,7 @@ class Actor:
         else:
             self._spawn_task(fn, args, name)
 
-    def _spawn_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...],
+    def _spawn_task(self, fn: Callable[..., Awaitable[object]], args: tuple[object, ...],
                     name: str | None) -> None:
         """A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per bundle
         resolution and admin operation. It is tracked here and cancelled when the actor dies."""
@@ -339,7 +340,7 @@ class Actor:
             batch += 1
             await receive(msg, reply)
 
-    async def _guard(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+    async def _guard(self, fn: Callable[..., Awaitable[object]], args: tuple[object, ...]) -> None:
         # the task forgets itself (no done-callback: one loop callback less per task); a task
         # cancelled before it ever ran stays in the set, harmlessly, until the actor dies
         try:
@@ -406,7 +407,7 @@ class _ThenReply(Reply):
     __slots__ = ("_done", "_loop", "_target", "_when", "_asker", "_then", "_args")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, target: Actor, asker: Actor,
-                 then: Callable[..., Any], args: tuple[Any, ...]) -> None:
+                 then: Callable[..., object], args: tuple[object, ...]) -> None:
         self._done = False
         self._loop = loop
         self._target = target
@@ -418,7 +419,7 @@ class _ThenReply(Reply):
     def done(self) -> bool:
         return self._done
 
-    def ok(self, value: Any = None) -> None:
+    def ok(self, value: object = None) -> None:
         if not self._done:
             self._finish(value, None)
 
@@ -433,11 +434,11 @@ class _ThenReply(Reply):
 
     set_exception = _fail
 
-    def _finish(self, value: Any, error: BaseException | None) -> None:
+    def _finish(self, value: object, error: BaseException | None) -> None:
         self._done = True
         self._loop.call_soon(self._deliver, value, error)
 
-    def _deliver(self, value: Any, error: BaseException | None) -> None:
+    def _deliver(self, value: object, error: BaseException | None) -> None:
         target = self._target
         target._open.pop(self, None)
         if self._when is not None:
@@ -509,7 +510,7 @@ class ActorSystem:
     def __enter__(self) -> None:
         raise TypeError("use 'async with ActorSystem(...) as system:', not 'with ActorSystem(...)'")
 
-    def __exit__(self, *exc_info: Any) -> None:  # pragma: no cover - __enter__ always raises
+    def __exit__(self, *exc_info: object) -> None:  # pragma: no cover - __enter__ always raises
         pass
 
     # ----------------------------------------------------------------------- registry

@@ -13,7 +13,7 @@ import math
 import weakref
 from threading import get_ident
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import anyio
 
@@ -138,7 +138,7 @@ class WallClock(_LoopClock):
         return f"WallClock(speed={self.speed!r})"
 
 
-def run(fn: Callable[..., Awaitable[T]], *args: Any, clock: Clock,
+def run(fn: Callable[..., Awaitable[T]], *args: object, clock: Clock,
         gc_threshold: int | None = RUN_GC_THRESHOLD) -> T:
     """Run `await fn(*args)` on a new event loop made by `clock`; return its result.
 

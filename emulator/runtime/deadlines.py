@@ -10,7 +10,7 @@ pending asks of its deadline in the order they were made.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Protocol
 
 from .errors import AskTimeout
 
@@ -22,7 +22,7 @@ class Pending(Protocol):
 
     def done(self) -> bool: ...
 
-    def set_exception(self, exc: BaseException) -> Any: ...
+    def set_exception(self, exc: BaseException) -> object: ...
 
 
 class _Bucket:
@@ -30,7 +30,7 @@ class _Bucket:
 
     def __init__(self) -> None:
         self.handle: asyncio.TimerHandle | None = None
-        self.waiting: dict[Pending, tuple[str, Any, float]] = {}
+        self.waiting: dict[Pending, tuple[str, object, float]] = {}
 
 
 class Deadlines:
@@ -42,7 +42,7 @@ class Deadlines:
         self._buckets: dict[float, _Bucket] = {}
 
     def add(self, loop: asyncio.AbstractEventLoop, future: Pending, actor: str,
-            msg: Any, timeout: float) -> float:
+            msg: object, timeout: float) -> float:
         """Fail `future` with AskTimeout after `timeout` seconds unless `discard`ed first; returns
         the deadline to pass to `discard`."""
         when = loop.time() + timeout

@@ -36,7 +36,7 @@ class Reply:
         """True when someone waits for the answer (an ask), False for a tell."""
         return True
 
-    def ok(self, value: Any = None) -> None:
+    def ok(self, value: object = None) -> None:
         if not self._future.done():
             self._future.set_result(value)
 
@@ -66,7 +66,7 @@ class _NoReply(Reply):
     def expects(self) -> bool:
         return False
 
-    def ok(self, value: Any = None) -> None:
+    def ok(self, value: object = None) -> None:
         pass
 
     def error(self, exc: BaseException) -> None:

@@ -8,9 +8,8 @@ listeners).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
 import msgspec
+from structlog.typing import FilteringBoundLogger
 
 __all__ = ["ActorFailure", "report_failure"]
 
@@ -25,7 +24,7 @@ class ActorFailure(msgspec.Struct, frozen=True):
 
 def report_failure(failures: list[ActorFailure],
                    listeners: list[Callable[[ActorFailure], None]],
-                   log: Any, actor: str, time: float, error: BaseException) -> ActorFailure:
+                   log: FilteringBoundLogger, actor: str, time: float, error: BaseException) -> ActorFailure:
     """Log the crash, record it, then tell each listener; a failing listener is logged, not fatal,
     because the crash being reported must still be isolated."""
     log.error("actor crashed", error=repr(error), exc_info=error)

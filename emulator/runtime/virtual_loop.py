@@ -90,7 +90,7 @@ class _FifoTimerHandle(asyncio.TimerHandle):
     _when: float  # TimerHandle's private fields (typeshed leaves them out)
     _scheduled: bool
 
-    def __init__(self, when: float, callback: Callable[..., object], args: tuple[Any, ...],
+    def __init__(self, when: float, callback: Callable[..., object], args: tuple[object, ...],
                  loop: asyncio.AbstractEventLoop, context: Context | None, seq: int) -> None:
         if loop.get_debug():
             super().__init__(when, callback, args, loop, context)
@@ -360,7 +360,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             await super().shutdown_default_executor(*args)
 
 
-async def run_external(fn: Callable[..., T], *args: Any) -> T:
+async def run_external(fn: Callable[..., T], *args: object) -> T:
     """Run `fn(*args)` in a worker thread (anyio.to_thread) with the virtual clock frozen.
 
     On any other loop this is plain `anyio.to_thread.run_sync`.

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = ["Wakeup"]
 
@@ -33,7 +34,7 @@ class _Guarded(Protocol):
     """What a wake-up needs of its actor (`Actor._call_guarded`); a protocol, so that this module does
     not import `actor`, which imports it (the runtime package has no import cycles)."""
 
-    def _call_guarded(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any: ...
+    def _call_guarded(self, fn: Callable[..., object], args: tuple[object, ...]) -> object: ...
 
 
 class Wakeup:
@@ -43,7 +44,7 @@ class Wakeup:
 
     __slots__ = ("_actor", "_fn", "_handle", "_loop", "_context", "_hop", "_ready")
 
-    def __init__(self, actor: _Guarded, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, actor: _Guarded, fn: Callable[[], object], loop: asyncio.AbstractEventLoop) -> None:
         self._actor = actor
         self._fn = fn
         self._loop = loop
@@ -54,7 +55,7 @@ class Wakeup:
         # made anew after a cancel, which drops a Handle's callback. Not in debug mode, where
         # call_soon's checks run.
         self._hop: asyncio.Handle | None = None
-        self._ready: Any = None if loop.get_debug() else getattr(loop, "_ready", None)
+        self._ready: deque[asyncio.Handle] | None = None if loop.get_debug() else getattr(loop, "_ready", None)
 
     def after(self, delay: float) -> None:
         """Wake where a task calling `emulator.runtime.sleep(delay)` now would: at `loop.time() +
