@@ -27,7 +27,7 @@ import anyio
 import msgspec
 
 from emulator.cluster.load_manager import EXTENSIBLE
-from emulator.model.config import ConfigError, ServiceConfig
+from emulator.model.config import ConfigError, ServiceConfig, mistyped_keys
 from emulator.runtime import Clock, VirtualClock, WallClock, run as run_on_clock
 
 PRECEDENCE = "built-in defaults < broker.conf < scenario [settings] < --set / --placement / --shedder"
@@ -101,7 +101,7 @@ def load_broker_conf(path: str, warn: TextIO | None = None) -> ServiceConfig:
     _check_strategy_names(conf, path)
     if unknown and warn is not None:
         warn.write(f"warning: {path}: ignoring {len(unknown)} key(s) the emulator does not use "
-                   "(--log-level debug lists them)\n")
+                   f"(--log-level debug lists them){mistyped_keys(unknown)}\n")
         structlog.get_logger("broker_conf").debug("ignored keys", file=path, count=len(unknown),
                                                   keys=", ".join(unknown))
     return conf

@@ -26,6 +26,8 @@ from .service_config import LOAD_MANAGER_CLASSES as LOAD_MANAGER_CLASSES
 from .service_config import PROFILES as PROFILES
 from .service_config import SETTINGS as SETTINGS
 from .service_config import ServiceConfig as ServiceConfig
+from .service_config import mistyped_keys as mistyped_keys
+from .service_config import suggest_key as suggest_key
 
 __all__ = [
     "ConfigError",
@@ -43,7 +45,9 @@ __all__ = [
     "check_dynamic_update",
     "dynamic_configuration_names",
     "is_dynamic_configuration",
+    "mistyped_keys",
     "property_text",
     "runtime_configuration",
+    "suggest_key",
     "validate_dynamic_configuration",
 ]

@@ -29,8 +29,10 @@ import msgspec
 from .errors import ConfigError
 from .properties import parse_properties, property_text
 from .setting import Bad, Range, Setting, Settings, Value, shown, switch
+from .suggest import did_you_mean
 
-__all__ = ["LOAD_MANAGER_CLASSES", "PROFILES", "SETTINGS", "SPLIT_ALGORITHMS", "ServiceConfig"]
+__all__ = ["LOAD_MANAGER_CLASSES", "PROFILES", "SETTINGS", "SPLIT_ALGORITHMS", "ServiceConfig", "mistyped_keys",
+           "suggest_key"]
 
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 
@@ -417,7 +419,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
         if unknown:
             warnings.warn(
                 f"{source}: ignoring {len(unknown)} key(s) the emulator does not use: "
-                + ", ".join(unknown),
+                + ", ".join(unknown) + mistyped_keys(unknown),
                 stacklevel=2,
             )
         return conf
@@ -446,7 +448,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
         for key, raw in mapping.items():
             declared = SETTINGS.lookup(key)
             if declared is None:
-                raise ConfigError(f"{source}: {key} = {shown(raw)}: unknown key")
+                raise ConfigError(f"{source}: {key} = {shown(raw)}: unknown key{suggest_key(key)}")
             if isinstance(raw, str):
                 if raw.strip() == "":
                     continue  # Pulsar keeps the default for a blank value
@@ -502,3 +504,15 @@ def _effective_weight(new: float, old: float) -> float:
     if old != 1.0:
         return old
     return 1.0
+
+
+def suggest_key(key: str) -> str:
+    """`" (did you mean loadBalancerX?)"` for a key close to a declared one, else ""."""
+    return did_you_mean(key, [d.key for d in SETTINGS])
+
+
+def mistyped_keys(unknown: list[str]) -> str:
+    """For a broker.conf's ignored keys: `"; maybe mistyped: a (did you mean b?), ..."` naming only those
+    close to a declared key (a real broker.conf has hundreds of keys the emulator does not use)."""
+    hints = [f"{k}{hint}" for k in unknown if (hint := suggest_key(k))]
+    return "; maybe mistyped: " + ", ".join(hints) if hints else ""

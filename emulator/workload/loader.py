@@ -863,7 +863,7 @@ def _config_reason(message: str, key: str) -> str:
     rest = message[pos + len(head):]
     m = re.match(r"^(?:'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^:]*): (.*)$", rest, re.S)
     reason = m.group(1) if m else rest
-    if reason == "unknown key":
+    if reason.startswith("unknown key"):   # with_overrides' own hint, or none
         return unknown_config_key(key)
     return reason
 

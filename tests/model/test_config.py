@@ -338,7 +338,8 @@ def test_with_overrides_accepts_camel_and_snake_keys_and_typed_values() -> None:
         ({"loadBalancerFoo": "1"}, "scenario.toml: loadBalancerFoo = '1': unknown key"),
         ({"loadBalancerEnabled": 1}, "scenario.toml: loadBalancerEnabled = 1: expected true or false"),
         ({"loadBalancerBrokerMaxTopics": 1.5}, "scenario.toml: loadBalancerBrokerMaxTopics = 1.5: expected an integer"),
-        ({"loadBalancerBrokerMaxTopics": True}, "scenario.toml: loadBalancerBrokerMaxTopics = True: expected an integer"),
+        ({"loadBalancerBrokerMaxTopics": True},
+         "scenario.toml: loadBalancerBrokerMaxTopics = True: expected an integer"),
         ({"maxUnloadPercentage": "lots"}, "scenario.toml: maxUnloadPercentage = 'lots': expected a number"),
     ],
 )
@@ -387,3 +388,16 @@ def test_profiles() -> None:
 def test_json_round_trip() -> None:
     conf = ServiceConfig(load_balancer_shedding_excluded_namespaces=["a/b"])
     assert msgspec.json.decode(msgspec.json.encode(conf), type=ServiceConfig) == conf
+
+
+
+def test_a_mistyped_key_is_named_with_the_closest_declared_one():
+    with pytest.raises(ConfigError, match=r"loadBalancerSheddingIntervalMinute = '5': unknown key "
+                                          r"\(did you mean loadBalancerSheddingIntervalMinutes\?\)$"):
+        ServiceConfig().with_overrides({"loadBalancerSheddingIntervalMinute": "5"}, source="--set")
+    with pytest.warns(UserWarning) as caught:
+        ServiceConfig.from_properties("brokerServicePort=6650\nloadBalancerSheddingEnable=false\n", source="b.conf")
+    (message,) = [str(w.message) for w in caught]
+    assert message == ("b.conf: ignoring 2 key(s) the emulator does not use: brokerServicePort, "
+                       "loadBalancerSheddingEnable; maybe mistyped: loadBalancerSheddingEnable "
+                       "(did you mean loadBalancerSheddingEnabled?)")
