@@ -187,8 +187,8 @@ class LoadManager(ABC):
         return None
 
     def leader_ready(self) -> bool:
-        """The leader-only work runs, or this manager has none (the default); read by
-        `Cluster.wait_for_leader`."""
+        """The leader-only work runs, or this manager has none (the default, as LoadManager.started()
+        answers `true` by default; no Pulsar method asks exactly this); read by `Cluster.wait_for_leader`."""
         return True
 
     leader_actor: Any = None
@@ -200,8 +200,9 @@ class LoadManager(ABC):
         return None
 
     def on_broker_registry_event(self, broker: str, created: bool) -> None:
-        """A broker joined (`created`) or left /loadbalance/brokers (BrokerRegistry's listeners, which
-        Pulsar's ExtensibleLoadManagerImpl registers); by default nothing listens."""
+        """A broker joined (`created`) or left /loadbalance/brokers: BrokerRegistry.addListener's
+        listeners, which ExtensibleLoadManagerImpl registers (its channel's
+        handleBrokerRegistrationEvent); by default nothing listens."""
         return None
 
 
