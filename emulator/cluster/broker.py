@@ -12,7 +12,8 @@ The services are written one per module, each a part of this one actor (broker_b
 * the load manager, behind the seam of load_manager.py: `load_manager` is created by
   `load_manager.create(loadManagerClassName)` and replaced as a whole when that key changes
   (BrokerService's configuration listener: create the new one, stop the old one, start the new one,
-  set it).
+  set it); `capabilities` are its named capabilities (load_manager_capabilities.py), resolved when it
+  is set, which the broker's parts and the observers read instead of probing the manager.
 
 This module holds what PulsarService does between them: the start-up order, the message dispatch, the
 metadata notifications, the 5 s LoadReportUpdaterTask, session loss, the stop modes and the live switch.
