@@ -21,6 +21,12 @@ What each broker runs, in `start()`'s order:
    forces its reports. Pulsar re-checks the role every 2 min (`monitor`); here the broker's leader
    listener calls `leadership_acquired` / `leadership_lost` directly.
 
+The broker reaches what only this manager does through its ChannelOwnership and ExtensibleMetrics
+capabilities (emulator/cluster/load_manager_capabilities.py). Its parts, mixins of this one object as
+the broker's services are of the broker: selection.py (selectAsync, getContext, the lookup-data cache),
+admin.py (admin unload, split and stated owners through the channel), decision_events.py (the
+decisions as the cluster's events).
+
 Lookups (namespace_service.py calls `find_broker_service_url`): any broker assigns (`assign`, one
 assignment in flight per bundle on each broker) by selecting with the filter pipeline and
 LeastResourceUsageWithWeight and writing (Assigning, dst) to the channel; the answer is Connect(owner)
@@ -128,8 +134,7 @@ class ExtensibleLoadManagerWrapper(ExtensibleSelection, ExtensibleAdmin, Extensi
                                    ChannelOwnership, ExtensibleMetrics):
     """One broker's ExtensibleLoadManagerImpl (see the module docstring). Its capabilities: ownership
     through the channel (ChannelOwnership: lookups, ownership checks, admin operations) and its own
-    metrics and load-data view (ExtensibleMetrics). Its parts, each a mixin of this one object:
-    selection.py (selectAsync, getContext), admin.py (admin unload and split), decision_events.py."""
+    metrics and load-data view (ExtensibleMetrics). Its parts are mixins (see the module docstring)."""
 
     class_name = EXTENSIBLE
     broker: "Broker"
