@@ -12,7 +12,8 @@ The services are written one per module, each a part of this one actor (broker_b
 * the load manager, behind the seam of load_manager.py: `load_manager` is created by
   `load_manager.create(loadManagerClassName)` and replaced as a whole when that key changes
   (BrokerService's configuration listener: create the new one, stop the old one, start the new one,
-  set it).
+  set it); `capabilities` are its named capabilities (load_manager_capabilities.py), resolved when it
+  is set, which the broker's parts and the observers read instead of probing the manager.
 
 This module holds what PulsarService does between them: the start-up order, the message dispatch, the
 metadata notifications, the 5 s LoadReportUpdaterTask, session loss, the stop modes and the live switch.
@@ -56,7 +57,7 @@ from .events import (
 )
 from .latency import Latencies, LatencySampler
 from .leader_election import LeaderBroker, LeaderElection
-from .load_manager import ClusterShared
+from .load_manager import Capabilities, ClusterShared, LoadManager
 from .load_source import LoadSource
 from .local_data import BrokerLoadData
 from .messages import (
@@ -157,8 +158,16 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self._tables_epoch = None
         self.started = anyio.Event()
         # LoadManager.create (PulsarService.start): the warning of a fallback is logged here, once
-        self.load_manager = load_managers.create(conf.load_manager_class_name, self)
+        self._use_load_manager(load_managers.create(conf.load_manager_class_name, self))
         self._switching = False
+
+    def _use_load_manager(self, manager: LoadManager) -> None:
+        """Take `manager` as this broker's load manager (Pulsar's AtomicReference set) and resolve its
+        capabilities, once: what the broker and the observers ask of it beyond `LoadManager` is read
+        from `capabilities` (load_manager_capabilities.py), as Pulsar checks
+        `isLoadManagerExtensionEnabled`, never by probing the manager's attributes."""
+        self.load_manager = manager
+        self.capabilities = Capabilities.of(manager)
 
     # ================================================================== lifecycle
 
@@ -253,23 +262,24 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             self.start_soon(self._on_session_lost)
             reply.ok(None)
         elif kind is UnloadBundle:
-            via_channel = getattr(self.load_manager, "unload_namespace_bundle", None)
-            if via_channel is not None:   # Extensible: an Admin unload (or transfer) through the channel
-                self.start_soon(self._admin, via_channel, (msg.bundle, msg.destination), {}, reply)
+            channel = self.capabilities.channel_ownership
+            if channel is not None:   # Extensible: an Admin unload (or transfer) through the channel
+                self.start_soon(self._admin, channel.unload_namespace_bundle, (msg.bundle, msg.destination), {},
+                                reply)
             else:
                 self.start_soon(self._admin, self.unload_bundle, (msg.bundle,), {}, reply)
         elif kind is SplitBundle:
-            via_channel = getattr(self.load_manager, "split_namespace_bundle", None)
-            if via_channel is not None:
-                self.start_soon(self._admin, via_channel, (msg.bundle,), {}, reply)
+            channel = self.capabilities.channel_ownership
+            if channel is not None:
+                self.start_soon(self._admin, channel.split_namespace_bundle, (msg.bundle,), {}, reply)
             else:
                 self.start_soon(self._admin, self.split_and_own_bundle, (msg.bundle,),
                                 {"unload": msg.unload, "algorithm": msg.algorithm,
                                  "boundaries": msg.boundaries}, reply)
         elif kind is AcquireBundle:
-            via_channel = getattr(self.load_manager, "assign_stated", None)
-            if via_channel is not None:
-                self.start_soon(self._admin, via_channel, (msg.bundle, self.broker_id), {}, reply)
+            channel = self.capabilities.channel_ownership
+            if channel is not None:
+                self.start_soon(self._admin, channel.assign_stated, (msg.bundle, self.broker_id), {}, reply)
             else:
                 self.start_soon(self._admin, self._acquire_stated, (msg.bundle,), {}, reply)
         elif kind is WarmStart:
@@ -303,9 +313,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             if note.type in ("Created", "Deleted"):
                 self.start_soon(self._refresh_available_brokers)
                 # BrokerRegistry listeners (the Extensible channel's clean-up)
-                on_registry = getattr(self.load_manager, "on_broker_registry_event", None)
-                if on_registry is not None:
-                    on_registry(path[len(paths.BROKERS) + 1:], note.type == "Created")
+                self.load_manager.on_broker_registry_event(path[len(paths.BROKERS) + 1:], note.type == "Created")
         elif path == paths.DYNAMIC_CONFIGURATION:
             if note.type != "Deleted" and not self._switching:
                 self._switching = True
@@ -347,7 +355,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         except MetadataStoreError as e:
             self.log.warning("Failed to change load manager", error=repr(e))
             return False
-        self.load_manager = new
+        self._use_load_manager(new)
         old.leadership_lost()   # anything the old one started while it was being stopped
         self.events.emit(LoadManagerChanged(broker=self.broker_id, previous=old.class_name,
                                             current=new.class_name, requested=class_name))
@@ -366,9 +374,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         logged it and kept serving, which leaves two owners."""
         self.events.emit(SessionLost(broker=self.broker_id,
                                      policy=self.conf.zookeeper_session_expired_policy))
-        on_lost = getattr(self.load_manager, "on_session_lost", None)
-        if on_lost is not None:   # the Extensible channel's metadata state (handleMetadataSessionEvent)
-            on_lost()
+        self.load_manager.on_session_lost()   # the Extensible channel's metadata state
         if self.conf.zookeeper_session_expired_policy == "shutdown":
             self.crash()
             return
@@ -396,7 +402,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         (Pulsar's AtomicReference), so a live switch needs no new loop.
 
         This fires for every broker every 5 emulated seconds, so a load manager that can run its
-        tick as plain callbacks (`report_tick(then)`: Modular, Noop) is woken by a `Wakeup` of the
+        tick as plain callbacks (the ReportTicks capability: Modular, Noop) is woken by a `Wakeup` of the
         broker (emulator.runtime.wakeup: the same instants and the same order of callbacks as the
         sleeping task, at a fraction of its cost); the others tick in this task, sleeping between
         ticks (`emulator.runtime.sleep`). A live switch between the two kinds hands the ticks over
@@ -406,7 +412,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self._report_start = loop.time()
         self._report_k = 0
         self._report_wakeup = self.wakeup(self._report_tick)
-        if getattr(self.load_manager, "report_tick", None) is not None:
+        if self.capabilities.report_ticks is not None:
             self._arm_report_tick()
         else:
             await self._report_ticks_in_task(False)
@@ -421,21 +427,21 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self._report_wakeup.after(self._next_report_delay())
 
     def _report_tick(self) -> None:
-        tick = getattr(self.load_manager, "report_tick", None)
-        if tick is None:   # switched to a load manager whose write awaits: ticks in a task from here
+        ticks = self.capabilities.report_ticks
+        if ticks is None:   # switched to a load manager whose write awaits: ticks in a task from here
             self.start_soon(self._report_ticks_in_task, True)
             return
-        tick(self._arm_report_tick)
+        ticks.report_tick(self._arm_report_tick)
 
     async def _report_ticks_in_task(self, tick_now: bool) -> None:
-        """The ticks of a load manager without `report_tick`, each awaiting its write."""
+        """The ticks of a load manager without ReportTicks, each awaiting its write."""
         if tick_now:
             await self.write_load_report()
         while True:
             await sleep(self._next_report_delay())
-            tick = getattr(self.load_manager, "report_tick", None)
-            if tick is not None:   # switched to one that ticks in callbacks: hand the ticks over
-                tick(self._arm_report_tick)
+            ticks = self.capabilities.report_ticks
+            if ticks is not None:   # switched to one that ticks in callbacks: hand the ticks over
+                ticks.report_tick(self._arm_report_tick)
                 return
             await self.write_load_report()
 

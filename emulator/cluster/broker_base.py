@@ -17,7 +17,7 @@ from emulator.runtime import Actor
 from .decoded import DecodeCache
 from .events import ClusterEvents
 from .latency import LatencySampler
-from .load_manager import LoadManager
+from .load_manager import Capabilities, LoadManager
 from .load_source import LoadSource
 from .metadata_client import MetadataClient
 from .network import Network
@@ -58,5 +58,7 @@ class BrokerBase(Actor):
     is_leader: bool
     leader_id: str | None
     available_brokers: frozenset[str]
-    # the load manager in use (load_manager.py): replaced as a whole when loadManagerClassName changes
+    # the load manager in use (load_manager.py): replaced as a whole when loadManagerClassName changes,
+    # and its capabilities (load_manager_capabilities.py), resolved once with it (`Broker._use_load_manager`)
     load_manager: LoadManager
+    capabilities: Capabilities

@@ -190,8 +190,12 @@ class Cluster:
 
     def leader_policies(self) -> "PolicyView | None":
         """The policies the running leader's selection applies (None without a running leader)."""
-        leader = self._leader_actor()
-        return None if leader is None else getattr(leader, "_policies", None)
+        leader = self.leader()
+        b = self.brokers.get(leader) if leader else None
+        if b is None or not b.alive:
+            return None
+        view = b.capabilities.leader_load_view   # Modular's leader; the others apply theirs per decision
+        return None if view is None else view.leader_policies()
 
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         assert self._admin is not None

@@ -19,27 +19,57 @@ warning on the broker's logger (once per creation: once per broker at start, aga
 Short names (`NoopLoadManager`) are not class names to Pulsar, so they fall back as an unknown class
 does; `resolve_class_name` maps them for the CLI's `--load-manager`.
 
-Where each load manager lives: Modular: modular_wrapper.py (the broker side: report, local decisions,
-leader hooks) + leader.py (the leader actor) + modular_load_manager.py (the pure core); Noop:
-noop_load_manager.py; Simple: simple_load_manager.py (the broker side) + simple_load_manager_tasks.py
-(its watches and timers) over emulator/loadmanagers/simple/model/ (the pure logic);
-Extensible: extensible_wrapper.py (the broker side) over emulator/loadmanagers/extensible/actors/ (channel, stores,
-reporters, schedulers) and emulator/loadmanagers/extensible/model/ (the pure logic).
+The seam is explicit: `LoadManager` is an abstract base class (as anyio's `AsyncBackend`), with the
+methods every manager answers its own way abstract and Pulsar's default answers written once; what only
+some managers can do is a named capability (load_manager_capabilities.py: `ChannelOwnership`,
+`ReportTicks`, `LeaderLoadView`, `LoadBalancingMetrics`, `ExtensibleMetrics`), declared by subclassing
+it and resolved once per manager into the broker's `capabilities` (`Capabilities.of`), as Pulsar checks
+`isLoadManagerExtensionEnabled`. Nothing below the managers probes one by attribute name.
+
+Where each load manager lives (one package each under emulator/loadmanagers/, its pure logic in
+`model/`, its broker side in `actors/`):
+
+* Modular: modular/actors/modular_wrapper.py (the broker side: report, local decisions, leader hooks;
+  ReportTicks, LeaderLoadView) + leader.py (the leader actor) + modular_load_manager.py (its core);
+* Simple: simple/actors/simple_load_manager.py (the broker side; LoadBalancingMetrics) +
+  simple_load_manager_tasks.py (its watches and timers) over simple/model/;
+* Noop: noop/actors/noop_load_manager.py (ReportTicks);
+* Extensible: extensible/actors/extensible_wrapper.py (the broker side; ChannelOwnership,
+  ExtensibleMetrics) over extensible/actors/ (channel, stores, reporters, schedulers, selection,
+  admin operations) and extensible/model/.
+
+To add a load manager: a package `emulator/loadmanagers/<name>/` with `actors/` (and `model/` for its
+pure logic), whose class subclasses `LoadManager` (and the capabilities it has), takes
+`(broker, requested)` and sets `class_name`; its Pulsar class name in `LOAD_MANAGERS` below and in
+`emulator.model.config.LOAD_MANAGER_CLASSES`; its packages in the layers contract and a forbidden
+contract of its own in pyproject.toml (and the README's layout table, which tests/test_layout.py holds
+equal). tests/loadmanagers/test_conformance.py then runs the shared behaviours against it.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Protocol
+from abc import ABC, abstractmethod
+from typing import Any, Callable, ClassVar, Protocol
 
 from emulator.model.config import LOAD_MANAGER_CLASSES
 
 from . import paths
 from .events import LoadManagerCreateFailed
+from .load_manager_capabilities import (
+    CAPABILITIES,
+    Capabilities,
+    ChannelOwnership,
+    ExtensibleMetrics,
+    LeaderLoadView,
+    LoadBalancingMetrics,
+    ReportTicks,
+)
 from .metadata_client import MetadataStoreError
 
-__all__ = ["ClusterShared", "EXTENSIBLE", "LOAD_MANAGERS", "LoadManager", "MODULAR", "NOOP", "SIMPLE", "create",
-           "release_registration", "resolve_class_name"]
+__all__ = ["CAPABILITIES", "Capabilities", "ChannelOwnership", "ClusterShared", "EXTENSIBLE", "ExtensibleMetrics",
+           "LOAD_MANAGERS", "LeaderLoadView", "LoadBalancingMetrics", "LoadManager", "MODULAR", "NOOP",
+           "ReportTicks", "SIMPLE", "create", "release_registration", "resolve_class_name"]
 
 MODULAR = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
 SIMPLE = "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl"
@@ -48,79 +78,132 @@ EXTENSIBLE = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadMana
 assert set(LOAD_MANAGER_CLASSES) == {MODULAR, SIMPLE, NOOP, EXTENSIBLE}
 
 
-class LoadManager(Protocol):
-    """What the broker asks of its load manager (LoadManager.java, as the broker uses it).
+class LoadManager(ABC):
+    """What the broker asks of its load manager (LoadManager.java, as the broker uses it): the base
+    every load manager subclasses.
 
-    One instance per broker; `broker` is the broker actor hosting it. Every method runs inside that
+    One instance per broker; `broker` is the broker actor hosting it, and every method runs inside that
     actor's tasks. `class_name` is the Pulsar class it is; `requested` the `loadManagerClassName` it
-    was created for (they differ after a fallback), which a live switch compares against."""
+    was created for (they differ after a fallback), which a live switch compares against;
+    `registered` whether it holds its `/loadbalance/brokers/<broker>` registration
+    (`release_registration`).
 
-    class_name: str
+    The abstract methods are what every manager answers its own way. The others have a body: what
+    Pulsar does where a manager has nothing of its own to do (LoadManager.java's default methods,
+    NoopLoadManager's empty ones), which a manager overrides when it does more. What only some
+    managers can do is not here but in a named capability (load_manager_capabilities.py), which the
+    broker resolves once per manager instead of probing attributes."""
+
+    class_name: ClassVar[str]
+    broker: Any
     requested: str
+    registered: bool
 
+    def __init__(self, broker: Any, requested: str) -> None:
+        self.broker = broker
+        self.requested = requested
+        self.registered = False
+
+    # ------------------------------------------------------------------ every manager its own way
+
+    @abstractmethod
     async def start(self) -> None:
         """LoadManager.start(): register this broker (its lock under /loadbalance/brokers)."""
 
+    @abstractmethod
     async def stop(self) -> None:
         """LoadManager.stop(): stop its tasks and release what it holds (the registration lock)."""
 
-    def is_centralized(self) -> bool:
-        """Only the leader assigns bundles (the lookup path redirects to it while it is active)."""
-
-    def available_brokers(self) -> frozenset[str]:
-        """getAvailableBrokers(): the brokers it would place on; the lookup path checks the leader
-        is among them before redirecting to it."""
-
-    async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
-        """getLeastLoaded(serviceUnit): the broker to own an unowned bundle (None: no broker)."""
-
-    def leader_decides(self) -> None:
-        """A lookup was redirected to the active leader (a hint: a view kept for leaderless
-        decisions may go)."""
-
-    async def write_load_report(self, force: bool = False) -> bool:
-        """writeLoadReportOnZookeeper(force): True if a report was written."""
-
-    # Optional: `report_tick(then)`, the broker's periodic `write_load_report(False)` as plain
-    # callbacks that call `then()` once done (broker.py's report ticks: no task per tick). A load
-    # manager without it ticks in a task that awaits write_load_report.
-
-    def set_load_report_force_update_flag(self) -> None:
-        """setLoadReportForceUpdateFlag(): the next write is forced."""
-
-    def generate_load_report(self) -> Any:
-        """generateLoadReport(): what GET /admin/v2/broker-stats/load-report shows (None: nothing)."""
-
-    async def write_resource_quotas(self) -> None:
-        """writeResourceQuotasToZooKeeper(): the leader's LoadResourceQuotaUpdaterTask."""
-
-    async def do_load_shedding(self) -> list[tuple[str, str]]:
-        """doLoadShedding(): the leader's LoadSheddingTask; the (broker, bundle) pairs unloaded."""
-
-    async def do_namespace_bundle_split(self) -> list[str]:
-        """doNamespaceBundleSplit(): the bundles split."""
-
+    @abstractmethod
     async def disable_broker(self) -> None:
         """disableBroker(): at shutdown, leave the registry before the bundles are drained."""
 
+    @abstractmethod
     async def on_session_reestablished(self) -> None:
         """A new metadata session: revalidate the locks it holds (ResourceLockImpl)."""
 
+    @abstractmethod
+    def is_centralized(self) -> bool:
+        """isCentralized(): only the leader assigns bundles (the lookup path redirects to it while it
+        is active)."""
+
+    @abstractmethod
+    async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
+        """getLeastLoaded(serviceUnit): the broker to own an unowned bundle (None: no broker)."""
+
+    @abstractmethod
+    async def write_load_report(self, force: bool = False) -> bool:
+        """writeLoadReportOnZookeeper(force): True if a report was written."""
+
+    @abstractmethod
+    def generate_load_report(self) -> Any:
+        """generateLoadReport(): what GET /admin/v2/broker-stats/load-report shows (None: nothing)."""
+
+    @abstractmethod
+    async def do_load_shedding(self) -> list[tuple[str, str]]:
+        """doLoadShedding(): the leader's LoadSheddingTask; the (broker, bundle) pairs unloaded."""
+
+    # ------------------------------------------------------------------ Pulsar's defaults
+
+    def available_brokers(self) -> frozenset[str]:
+        """getAvailableBrokers(): the brokers it would place on, by default the registry's lock
+        holders under /loadbalance/brokers (the broker's watch of it), as ModularLoadManagerImpl,
+        SimpleLoadManagerImpl and BrokerRegistry answer. The lookup path checks the leader is among
+        them before redirecting to it."""
+        available: frozenset[str] = self.broker.available_brokers
+        return available
+
+    def leader_decides(self) -> None:
+        """A lookup was redirected to the active leader: a hint that a view kept for leaderless
+        decisions may go (no Pulsar method; by default there is no such view)."""
+        return None
+
+    def set_load_report_force_update_flag(self) -> None:
+        """setLoadReportForceUpdateFlag(): the next write is forced; by default nothing to force
+        (ModularLoadManagerWrapper's and NoopLoadManager's are empty)."""
+        return None
+
+    async def write_resource_quotas(self) -> None:
+        """writeResourceQuotasToZooKeeper(): the leader's LoadResourceQuotaUpdaterTask; by default
+        nothing to write (NoopLoadManager, ExtensibleLoadManagerWrapper)."""
+        return None
+
+    async def do_namespace_bundle_split(self) -> list[str]:
+        """doNamespaceBundleSplit(): the bundles split; by default none (NoopLoadManager, and
+        ExtensibleLoadManagerWrapper, whose split scheduler runs on its own)."""
+        return []
+
     def set_namespace_bundle_affinity(self, bundle: str, broker: str) -> None:
-        """setNamespaceBundleAffinity(bundle, broker): unload with a destination broker."""
+        """setNamespaceBundleAffinity(bundle, broker): an unload with a destination; by default the
+        destination is ignored (NoopLoadManager returns null)."""
+        return None
 
     def leadership_acquired(self) -> None:
-        """The leader listener's brokerIsTheLeaderNow: start the leader-only work."""
+        """The leader listener's brokerIsTheLeaderNow: start the leader-only work (by default none)."""
+        return None
 
     def leadership_lost(self) -> None:
-        """brokerIsAFollowerNow: stop the leader-only work."""
+        """brokerIsAFollowerNow: stop the leader-only work (by default none)."""
+        return None
 
     def leader_ready(self) -> bool:
-        """The leader-only work runs (or this manager has none); read by `Cluster.wait_for_leader`."""
+        """The leader-only work runs, or this manager has none (the default, as LoadManager.started()
+        answers `true` by default; no Pulsar method asks exactly this); read by `Cluster.wait_for_leader`."""
+        return True
 
-    @property
-    def leader_actor(self) -> Any:
-        """The actor running the leader-only work, or None (Modular's LoadManagerLeader)."""
+    leader_actor: Any = None
+    """The actor running the leader-only work (Modular's LoadManagerLeader), or None (the default)."""
+
+    def on_session_lost(self) -> None:
+        """The metadata session was lost (PulsarService.handleMetadataSessionEvent's listeners,
+        before the broker reconnects or shuts down); by default nothing listens."""
+        return None
+
+    def on_broker_registry_event(self, broker: str, created: bool) -> None:
+        """A broker joined (`created`) or left /loadbalance/brokers: BrokerRegistry.addListener's
+        listeners, which ExtensibleLoadManagerImpl registers (its channel's
+        handleBrokerRegistrationEvent); by default nothing listens."""
+        return None
 
 
 class ClusterShared(Protocol):
@@ -158,7 +241,9 @@ def _factory(class_name: str) -> Factory:
     if path is None:
         raise ClassNotFoundException(f"{class_name} (known load managers: {', '.join(LOAD_MANAGERS)})")
     module_name, _, attr = path.partition(":")
-    factory: Factory = getattr(importlib.import_module(module_name), attr)
+    factory = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(factory, type) and issubclass(factory, LoadManager)):
+        raise TypeError(f"LOAD_MANAGERS[{class_name!r}] = {path!r} is not a LoadManager subclass")
     return factory
 
 
@@ -189,11 +274,11 @@ def resolve_class_name(name: str) -> str:
     return key
 
 
-async def release_registration(manager: Any) -> None:
+async def release_registration(manager: LoadManager) -> None:
     """Release a manager's `/loadbalance/brokers/<broker>` lock if it holds it (each manager's
     `stop()` / `disableBroker()`: `brokerDataLock.release()` / `lockManager.close()`); a store that is
     already gone (a broker shutting down with its session) is not an error here, as in Pulsar's
-    close paths. `manager` has `registered` and `broker`."""
+    close paths."""
     if not manager.registered:
         return
     manager.registered = False

@@ -19,7 +19,8 @@ lookup (no cache of other brokers' ownership nodes), which is what Pulsar's meta
 heartbeat/SLA namespaces are not emulated.
 
 A part of the broker actor (broker_base.py); the load manager is reached only through the seam
-(load_manager.py): `is_centralized`, `available_brokers`, `get_least_loaded`.
+(load_manager.py): `is_centralized`, `available_brokers`, `get_least_loaded`, and, when the broker's
+`capabilities` have ChannelOwnership (Extensible), its `find_broker_service_url`.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class NamespaceService(OwnershipCache):
                 if owned.active:
                     self._answer(reply, started, _Result(self.broker_id, redirect=False))
                     return
-                if not hasattr(self.load_manager, "find_broker_service_url"):
+                if self.capabilities.channel_ownership is None:
                     self._answer(reply, started, LookupFailure(
                         ServerError.METADATA_ERROR, f"Namespace bundle {bundle} is being unloaded"))
                     return
@@ -192,12 +193,12 @@ class NamespaceService(OwnershipCache):
             self._answer(reply, started, outcome)
 
     async def _find_uncached(self, bundle: str, authoritative: bool, non_persistent: bool) -> _Result:
-        find = getattr(self.load_manager, "find_broker_service_url", None)
-        if find is not None:
+        channel = self.capabilities.channel_ownership
+        if channel is not None:
             # NamespaceService.findBrokerServiceUrl with the extension enabled: the load manager's
             # findBrokerServiceUrl, whose answer is the owner's URL (LookupResult.Type.BrokerUrl):
             # Connect, never a redirect, whichever broker was asked
-            return _Result(await find(bundle), redirect=False)
+            return _Result(await channel.find_broker_service_url(bundle), redirect=False)
         owned = self.owned.get(bundle)
         if owned is not None:
             await asyncio.shield(owned.acquired)

@@ -63,7 +63,7 @@ class ServerCnx(OwnershipCache):
     def _route_attach(self, bundle: str, msg: Attach, reply: Reply, *, checked: bool = False) -> None:
         owned = self.owned.get(bundle)
         if owned is None or not owned.active or owned.actor is None or not owned.actor.alive:
-            if not checked and hasattr(self.load_manager, "check_ownership"):
+            if not checked and self.capabilities.channel_ownership is not None:
                 # Extensible: checkTopicOwnership asks the channel, which waits while the bundle is
                 # in flight (Assigning to this broker, say): a client sent here by a transfer's
                 # CloseProducer may arrive before this broker has applied the Owned value
@@ -88,7 +88,9 @@ class ServerCnx(OwnershipCache):
             self._after_topic_load, bundle, owner, msg, reply))
 
     async def _attach_after_check(self, bundle: str, msg: Attach, reply: Reply) -> None:
-        await self.load_manager.check_ownership(bundle)  # type: ignore[attr-defined]
+        channel = self.capabilities.channel_ownership
+        if channel is not None:   # None: switched away meanwhile; refused below as any other
+            await channel.check_ownership(bundle)
         self._route_attach(bundle, msg, reply, checked=True)
 
     def _after_topic_load(self, bundle: str, owner: BundleOwner, msg: Attach, reply: Reply) -> None:

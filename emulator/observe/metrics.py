@@ -246,10 +246,11 @@ class _Tally:
     def _leader_report_times(self) -> list[int]:
         leader = self.cluster.leader()
         broker = self.cluster.brokers.get(leader) if leader else None
-        lm = getattr(getattr(broker, "leader_actor", None), "lm", None)
-        if lm is None:
+        view = broker.capabilities.leader_load_view if broker is not None else None
+        load_data = view.leader_load_data() if view is not None else None
+        if load_data is None:
             return []
-        return [bd.local_data.last_update for _, bd in sorted(lm.load_data.broker_data.items())]
+        return [bd.local_data.last_update for _, bd in sorted(load_data.broker_data.items())]
 
     def _on_unload(self, event: Unload) -> None:
         self.unload_bundles += 1
@@ -588,14 +589,14 @@ class _ClusterCollector:
         """What the recorder's series depend on: the live brokers and the deciding brokers of
         `pulsar_broker_load_manager_bundle_assigment`, sorted; None when bundles are exposed (their
         series follow every split and move) or when a broker's load manager exports its own series
-        (Simple's `load_balancing_metrics`, Extensible's `extensible_metrics`)."""
+        (its LoadBalancingMetrics or ExtensibleMetrics capability: Simple's, Extensible's)."""
         cluster = self.cluster
         if cluster.conf.expose_bundles_metrics_in_prometheus:
             return None
         brokers = cluster.brokers
         live = tuple(b for b in sorted(brokers) if brokers[b].alive)
-        if any(getattr(brokers[b].load_manager, "load_balancing_metrics", None) is not None
-               or getattr(brokers[b].load_manager, "extensible_metrics", None) is not None for b in live):
+        if any(caps.load_balancing_metrics is not None or caps.extensible_metrics is not None
+               for caps in (brokers[b].capabilities for b in live)):
             return None   # a load manager with series of its own (Simple's, Extensible's): `families`
         return (live, tuple(sorted(self.tally.assignments)))
 
@@ -677,11 +678,11 @@ class _ClusterCollector:
 
     @staticmethod
     def _extensible_sources(live: list[tuple[str, Any]]) -> dict[str, ExtensibleMetricsSource]:
-        """Each live broker whose load manager has `extensible_metrics()` (and answers), by id."""
+        """Each live broker whose load manager has the ExtensibleMetrics capability (and answers), by id."""
         out: dict[str, ExtensibleMetricsSource] = {}
         for broker_id, broker in live:
-            get = getattr(broker.load_manager, "extensible_metrics", None)
-            source = get() if get is not None else None
+            metrics = broker.capabilities.extensible_metrics
+            source = metrics.extensible_metrics() if metrics is not None else None
             if source is not None:
                 out[broker_id] = source
         return out
@@ -707,8 +708,8 @@ class _ClusterCollector:
         percentages `{cluster,broker}` (only brokers running it; nothing at all when none does)."""
         rows = []
         for broker_id, broker in live:
-            get = getattr(broker.load_manager, "load_balancing_metrics", None)
-            values = get() if get is not None else {}
+            metrics = broker.capabilities.load_balancing_metrics
+            values = metrics.load_balancing_metrics() if metrics is not None else {}
             if values:
                 rows.append((broker_id, values))
         if not rows:

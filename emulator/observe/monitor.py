@@ -133,13 +133,13 @@ def broker_rows(cluster: "Cluster") -> list[BrokerRow]:
 
 
 def extensible_load_data(cluster: "Cluster") -> dict[str, BrokerLoadData]:
-    """The broker-load-data table view as the first live broker (by id) with one holds it:
-    `broker.load_manager.broker_load_data_view()` (a mapping, or its (broker, data) items).
-    NoExtensibleBrokers when no live broker has one."""
+    """The broker-load-data table view as the first live broker (by id) with one holds it: the
+    ExtensibleMetrics capability's `broker_load_data_view()` (a mapping). NoExtensibleBrokers when no
+    live broker has one."""
     for broker_id in sorted(cluster.live_brokers()):
-        view = getattr(cluster.brokers[broker_id].load_manager, "broker_load_data_view", None)
-        if view is not None:
-            return dict(view())
+        metrics = cluster.brokers[broker_id].capabilities.extensible_metrics
+        if metrics is not None:
+            return dict(metrics.broker_load_data_view())
     raise NoExtensibleBrokers(NO_EXTENSIBLE)
 
 

@@ -42,9 +42,11 @@ from emulator.model.loaddata import (
     NUM_LONG_SAMPLES,
     NUM_SHORT_SAMPLES,
     BundleData,
+    LoadData,
     NamespaceBundleStats,
     TimeAverageMessageData,
 )
+from emulator.runtime import Actor
 
 from .initial import InitialPlan
 
@@ -142,9 +144,9 @@ async def warm_start(cluster: "Cluster", plan: InitialPlan, workload: "Workload"
     cycles = int(plan.warm // (cluster.conf.load_balancer_shedding_interval_minutes * 60.0)) \
         if cluster.conf.load_balancer_shedding_interval_minutes > 0 else 0
     if leader is not None:
-        await leader.ask(WarmShedder(cycles))
-        assert leader.lm is not None
-        for broker, data in sorted(leader.lm.load_data.broker_data.items()):
+        actor, load_data = leader
+        await actor.ask(WarmShedder(cycles))
+        for broker, data in sorted(load_data.broker_data.items()):
             await cluster.write_node(paths.time_average_path(broker),
                                      msgspec.json.encode(data.time_average_data))
     info: dict[str, Any] = {"brokers": len(live), "warm": plan.warm, "shedder_cycles": cycles,
@@ -153,20 +155,24 @@ async def warm_start(cluster: "Cluster", plan: InitialPlan, workload: "Workload"
     return info
 
 
-async def _leader_view(cluster: "Cluster", brokers: list[str], timeout: float = 30.0) -> Any:
-    """The leader actor once its view holds the warm report of every broker (None if none shows)."""
+async def _leader_view(cluster: "Cluster", brokers: list[str],
+                       timeout: float = 30.0) -> tuple[Actor, LoadData] | None:
+    """The leader actor and its LoadData (the LeaderLoadView capability: Modular's) once that view
+    holds the warm report of every broker (None if none shows)."""
     expected = {b: set(cluster.brokers[b].local_data.bundles) for b in brokers}
 
-    def actor() -> Any:
+    def leading() -> tuple[Actor, LoadData] | None:
         leader = cluster.leader()
         b = cluster.brokers.get(leader) if leader else None
-        return b.leader_actor if b is not None and b.alive else None
+        view = b.capabilities.leader_load_view if b is not None and b.alive else None
+        load_data = view.leader_load_data() if view is not None else None
+        return None if b is None or load_data is None else (b.leader_actor, load_data)
 
     def seen() -> bool:
-        lm = getattr(actor(), "lm", None)
-        if lm is None:
+        view = leading()
+        if view is None:
             return False
-        data = lm.load_data.broker_data
+        data = view[1].broker_data
         return all(b in data and expected[b] <= set(data[b].local_data.last_stats) for b in brokers)
 
     try:
@@ -174,4 +180,4 @@ async def _leader_view(cluster: "Cluster", brokers: list[str], timeout: float = 
     except TimeoutError as e:
         structlog.get_logger("workload").warning("warm start: leader view incomplete", error=str(e))
         return None
-    return actor()
+    return leading()

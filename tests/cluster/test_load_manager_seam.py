@@ -170,6 +170,8 @@ async def test_live_switch_modular_noop_modular_keeps_the_invariants():
         await cluster.wait_until(lambda: len(reports(cluster)) == 3, timeout=10)
         assert all(r.load_manager_class_name == "" and r.num_bundles == 0 for r in reports(cluster).values())
         assert cluster.leader() == leader_id and cluster.brokers[leader_id].leader_actor is None
+        for b in cluster.brokers.values():   # the capabilities are the new manager's, resolved with it
+            assert b.capabilities == lm.Capabilities(report_ticks=b.load_manager)
         assert cluster.ownership() == owners and client.connected_count() == 200
         # new bundles now go to whichever broker a lookup reaches
         more = cluster.add_client()
@@ -182,6 +184,8 @@ async def test_live_switch_modular_noop_modular_keeps_the_invariants():
         assert status in (200, 204)
         await _switched(cluster, lm.MODULAR)
         await cluster.wait_until(lambda: cluster.brokers[leader_id].leader_actor is not None, timeout=10)
+        for b in cluster.brokers.values():
+            assert b.capabilities == lm.Capabilities(report_ticks=b.load_manager, leader_load_view=b.load_manager)
         await cluster.wait_until(lambda: len(reports(cluster)) == 3, timeout=10)
         assert all(r.load_manager_class_name == lm.MODULAR for r in reports(cluster).values())
         # the bundles join the reports with the next stats update (statsUpdateFrequencyInSecs)

@@ -4,6 +4,7 @@ metrics hook on a cluster whose load managers carry real counters (fake managers
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -11,6 +12,7 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from emulator.cluster.load_manager import ExtensibleMetrics
 from emulator.loadmanagers.extensible.actors.channel_types import ChannelCounters, Counters, EventType
 from emulator.model.config import ServiceConfig
 from emulator.loadmanagers.extensible.model.counters import AssignCounter, SplitCounter, UnloadCounter
@@ -223,18 +225,18 @@ def test_counter_snapshot_moves_only_when_updated_at_moves():
     assert snap.counter.count(UnloadLabel.SKIP, UnloadReason.HIT_COUNT) == 3
 
 
-class _WithHook:
-    """A broker's real load manager plus `extensible_metrics()` (what the wiring will provide)."""
+class _WithHook(ExtensibleMetrics):
+    """The ExtensibleMetrics capability answering with a given source, given to a broker whose real
+    load manager has none (the observers read only the broker's resolved capabilities)."""
 
-    def __init__(self, inner: Any, source: ExtensibleMetricsSource) -> None:
-        self._inner = inner
+    def __init__(self, source: ExtensibleMetricsSource) -> None:
         self._source = source
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     def extensible_metrics(self) -> ExtensibleMetricsSource:
         return self._source
+
+    def broker_load_data_view(self) -> dict[str, Any]:
+        return {}
 
 
 NS = "public/default"
@@ -255,7 +257,8 @@ async def test_brokers_with_the_hook_export_their_series_through_the_registry():
             source = vector_source()
             source.is_leader = b == leader
             sources[b] = source
-            cluster.brokers[b].load_manager = _WithHook(cluster.brokers[b].load_manager, source)
+            broker = cluster.brokers[b]
+            broker.capabilities = dataclasses.replace(broker.capabilities, extensible_metrics=_WithHook(source))
         silent = next(b for b in sorted(sources) if b != leader)
         sources[silent].broker_load_data = None     # no report yet: no usage series for it
         assert metrics._collector.layout() is None  # the series follow the sources: families each time

@@ -3,12 +3,14 @@ view of a cluster (fake Extensible load managers) and through the emulator's JSO
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 from emulator.cli import main
+from emulator.cluster.load_manager import ExtensibleMetrics
 from emulator.model.config import ServiceConfig
 from emulator.loadmanagers.extensible.model.load_data import BrokerLoadData
 from emulator.model.loaddata import ResourceUsage
@@ -65,18 +67,18 @@ def test_every_broker_of_the_view_in_order_and_no_overall_table():
         "b2:8080", load_data(5))
 
 
-class _WithView:
-    """A broker's real load manager plus `broker_load_data_view()` (what the wiring will provide)."""
+class _WithView(ExtensibleMetrics):
+    """The ExtensibleMetrics capability answering with a given view, given to a broker whose real load
+    manager has none (the observers read only the broker's resolved capabilities)."""
 
-    def __init__(self, inner: Any, view: dict[str, BrokerLoadData]) -> None:
-        self._inner = inner
+    def __init__(self, view: dict[str, BrokerLoadData]) -> None:
         self._view = view
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def extensible_metrics(self) -> Any:
+        return None
 
-    def broker_load_data_view(self) -> list[tuple[str, BrokerLoadData]]:
-        return list(self._view.items())
+    def broker_load_data_view(self) -> dict[str, BrokerLoadData]:
+        return dict(self._view)
 
 
 @pytest.mark.asyncio
@@ -98,7 +100,8 @@ async def test_the_view_comes_from_the_first_live_broker_and_over_http(capsys):
             views = {second: {"x:8080": load_data(1)},
                      third: {b: load_data(i + 1, cpu=10.0 * (i + 1)) for i, b in enumerate((first, second, third))}}
             for broker, view in views.items():
-                cluster.brokers[broker].load_manager = _WithView(cluster.brokers[broker].load_manager, view)
+                b = cluster.brokers[broker]
+                b.capabilities = dataclasses.replace(b.capabilities, extensible_metrics=_WithView(view))
             assert extensible_load_data(cluster) == views[second]   # the first live one with a view
             cluster.kill_broker(second)
             assert extensible_load_data(cluster) == views[third]

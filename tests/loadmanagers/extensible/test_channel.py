@@ -17,7 +17,7 @@ from emulator.loadmanagers.extensible.actors.channel import InFlightTimeoutError
 from emulator.loadmanagers.extensible.actors.managers import SplitManager, UnloadManager
 from emulator.loadmanagers.extensible.actors.topic_latency import TopicLatencies
 from emulator.model.config import ServiceConfig
-from emulator.loadmanagers.extensible.model.channel_rules import SESSION_REESTABLISHED
+from emulator.loadmanagers.extensible.model.channel_cleanup import SESSION_REESTABLISHED
 from emulator.loadmanagers.extensible.model.counters import AssignCounter, SplitCounter, UnloadCounter
 from emulator.loadmanagers.extensible.model.decisions import (
     Split,

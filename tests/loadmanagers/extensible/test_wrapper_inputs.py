@@ -52,7 +52,7 @@ async def test_the_filter_pipeline_runs_again_only_when_what_it_reads_changes(mo
     """Selections between two changes reuse the pipeline's answer; a new load-data value, another
     `excluded`, a changed configuration key or a namespace with an anti-affinity group run it again,
     and each answer is what the pipeline gives on the same context."""
-    import emulator.loadmanagers.extensible.actors.extensible_wrapper as wrapper_module
+    import emulator.loadmanagers.extensible.actors.selection as selection_module
     from emulator.loadmanagers.extensible.model import filters
 
     async with emulated_cluster(3, seed=5, conf=conf(), namespaces={NS: 4}) as cluster:
@@ -70,7 +70,7 @@ async def test_the_filter_pipeline_runs_again_only_when_what_it_reads_changes(mo
                 return f(brokers, bundle, context, **kw)
             return run
 
-        monkeypatch.setattr(wrapper_module, "DEFAULT_PIPELINE", tuple(counted(f) for f in filters.DEFAULT_PIPELINE))
+        monkeypatch.setattr(selection_module, "DEFAULT_PIPELINE", tuple(counted(f) for f in filters.DEFAULT_PIPELINE))
         n = len(filters.DEFAULT_PIPELINE)
         a, b = f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"
 

@@ -18,6 +18,10 @@ messages around them. One module per concern, each naming the Pulsar file and me
 | `reporters` | `reporter/BrokerLoadDataReporter`, `reporter/TopBundleLoadDataReporter` |
 | `schedulers` | `scheduler/UnloadScheduler`, `scheduler/SplitScheduler` |
 | `periodic` | `scheduleAtFixedRate` on the emulated clock |
+| `extensible_wrapper` | `ExtensibleLoadManagerImpl` + `ExtensibleLoadManagerWrapper`: the broker's load manager |
+| `selection` | `ExtensibleLoadManagerImpl.selectAsync`, `getContext`, the broker lookup-data cache |
+| `admin` | `ExtensibleLoadManagerImpl.unloadNamespaceBundleAsync`, `splitNamespaceBundleAsync` |
+| `decision_events` | the schedulers' and assignments' decisions as the cluster's events |
 
 Nothing here imports the Modular broker (`broker.py`, `leader.py`): a broker actor plugs in by
 implementing `ChannelHost` and feeding the reporters' inputs.

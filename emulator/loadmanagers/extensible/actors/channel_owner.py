@@ -7,7 +7,8 @@ Follows apache/pulsar `extensions/channel/ServiceUnitStateChannelImpl.java`:
 `handleMetadataSessionEvent`, `doCleanup`, `overrideOwnership`, `waitForCleanups`,
 `healthCheckBrokerAsync`. A base class of `ServiceUnitStateChannel` (one object in Pulsar, one
 here), kept apart so the channel module stays about the table and its lookups; the decisions are
-the pure functions of `emulator.loadmanagers.extensible.model.channel_rules`.
+the pure functions of `emulator.loadmanagers.extensible.model.channel_cleanup` (and the constants of
+`channel_rules`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..model.channel_rules import (
-    MAX_BROKER_HEALTH_CHECK_RETRY,
-    MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS,
-    OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS,
-    OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_IN_MILLIS,
+from ..model.channel_cleanup import (
     SESSION_REESTABLISHED,
-    SYSTEM_NAMESPACE,
     MetadataState,
     broker_deletion_decision,
-    health_check_retry_delay_ms,
     metadata_state,
     monitor_ownerships,
     monitor_skip_reason,
@@ -34,6 +29,14 @@ from ..model.channel_rules import (
     override_excluded_brokers,
     override_ownership,
     records_session_event,
+)
+from ..model.channel_rules import (
+    MAX_BROKER_HEALTH_CHECK_RETRY,
+    MAX_CHANNEL_OWNER_ELECTION_WAITING_TIME_IN_SECS,
+    OWNERSHIP_CLEAN_UP_MAX_WAIT_TIME_IN_MILLIS,
+    OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_IN_MILLIS,
+    SYSTEM_NAMESPACE,
+    health_check_retry_delay_ms,
 )
 from ..model.state import ServiceUnitState, ServiceUnitStateData
 from emulator.runtime import Actor, ActorSystem

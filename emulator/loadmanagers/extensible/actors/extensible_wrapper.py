@@ -21,6 +21,12 @@ What each broker runs, in `start()`'s order:
    forces its reports. Pulsar re-checks the role every 2 min (`monitor`); here the broker's leader
    listener calls `leadership_acquired` / `leadership_lost` directly.
 
+The broker reaches what only this manager does through its ChannelOwnership and ExtensibleMetrics
+capabilities (emulator/cluster/load_manager_capabilities.py). Its parts, mixins of this one object as
+the broker's services are of the broker: selection.py (selectAsync, getContext, the lookup-data cache),
+admin.py (admin unload, split and stated owners through the channel), decision_events.py (the
+decisions as the cluster's events).
+
 Lookups (namespace_service.py calls `find_broker_service_url`): any broker assigns (`assign`, one
 assignment in flight per bundle on each broker) by selecting with the filter pipeline and
 LeastResourceUsageWithWeight and writing (Assigning, dst) to the channel; the answer is Connect(owner)
@@ -47,29 +53,26 @@ import msgspec
 
 import shedders
 import strategies
-from emulator.model.bundles import parse_bundle, split_boundaries
-from ..model.context import LoadManagerContext
-from ..model.counters import AssignCounter, SplitCounter, UnloadCounter
-from ..model.decisions import (
-    Split,
-    SplitDecision,
-    SplitLabel,
-    SplitReason,
-    Unload,
-    UnloadDecision,
-    UnloadLabel,
-    UnloadReason,
+from emulator.cluster import paths
+from emulator.cluster.load_manager import (
+    EXTENSIBLE,
+    ChannelOwnership,
+    ExtensibleMetrics,
+    LoadManager,
+    release_registration,
 )
-from ..model.filters import DEFAULT_PIPELINE, BrokerFilterException
-from emulator.model.filters import namespace_of_bundle
-from ..model.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
-from ..model.split_strategy import DefaultNamespaceBundleSplitStrategy
+from emulator.cluster.messages import LookupFailure, ServerError
+from emulator.cluster.metadata_client import MetadataStoreError
 from emulator.model.loaddata import NamespaceBundleStats
 from emulator.model.policies import PolicyView
 from emulator.runtime import epoch_ms
 from emulator.runtime.rng import derive_rng
 
-from emulator.cluster import paths
+from ..model.counters import AssignCounter, SplitCounter, UnloadCounter
+from ..model.decisions import UnloadLabel
+from ..model.load_data import BrokerLoadData, BrokerLookupData, TopBundlesLoadData
+from ..model.split_strategy import DefaultNamespaceBundleSplitStrategy
+from .admin import ExtensibleAdmin
 from .assignment import Assigner, AssignmentFailed, NoBrokerSelectedError
 from .broker_host import BrokerChannelHost
 from .channel import ServiceUnitStateChannel
@@ -81,17 +84,15 @@ from .channel_types import (
     InFlightTimeoutError,
     OwnerInactiveError,
 )
+from .decision_events import ExtensibleDecisionEvents
 from .load_data_store import LoadDataStore
 from .managers import SplitManager, UnloadManager
 from .metrics_source import CounterSnapshot, ExtensibleMetricsSource
 from .periodic import at_fixed_rate
 from .reporters import BrokerLoadDataReporter, BrokerUsage, TopBundleLoadDataReporter
+from .schedulers import SplitScheduler, UnloadScheduler
+from .selection import ExtensibleSelection
 from .topics import ExtensibleTopics
-from .schedulers import SplitScheduler, UnloadScheduler, channel_ownership
-from emulator.cluster.events import ExtensibleAssignment, ExtensibleSplitDecision, ExtensibleUnloadDecision
-from emulator.cluster.load_manager import EXTENSIBLE, release_registration
-from emulator.cluster.messages import AdminError, LookupFailure, ServerError
-from emulator.cluster.metadata_client import MetadataStoreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.broker import Broker
@@ -129,20 +130,17 @@ class _TopicsOnDemand(Mapping[str, Any]):
         return sum(1 for _ in self)
 
 
-def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """`_filter_key`s: the same objects (registry, store, policies), equal values (the rest)."""
-    return a[0] is b[0] and a[1] is b[1] and a[2] is b[2] and a[3:] == b[3:]
-
-
-class ExtensibleLoadManagerWrapper:
-    """One broker's ExtensibleLoadManagerImpl (see the module docstring)."""
+class ExtensibleLoadManagerWrapper(ExtensibleSelection, ExtensibleAdmin, ExtensibleDecisionEvents, LoadManager,
+                                   ChannelOwnership, ExtensibleMetrics):
+    """One broker's ExtensibleLoadManagerImpl (see the module docstring). Its capabilities: ownership
+    through the channel (ChannelOwnership: lookups, ownership checks, admin operations) and its own
+    metrics and load-data view (ExtensibleMetrics). Its parts are mixins (see the module docstring)."""
 
     class_name = EXTENSIBLE
+    broker: "Broker"
 
     def __init__(self, broker: "Broker", requested: str = EXTENSIBLE) -> None:
-        self.broker = broker
-        self.requested = requested
-        self.registered = False
+        super().__init__(broker, requested)
         self.state = "INIT"          # INIT -> RUNNING -> DISABLED (ExtensibleLoadManagerImpl.State)
         self.role: str | None = None  # "Leader" | "Follower"
         self._generation = 0          # the report tasks of this start (stop / disable end them)
@@ -307,31 +305,6 @@ class ExtensibleLoadManagerWrapper:
         elif self._lookup_data.pop(broker, None) is not None:
             self._lookup_changes += 1
 
-    async def _refresh_lookup_data(self) -> None:
-        """`brokerLookupDataMetadataCache`: each registered broker's BrokerLookupData, read once.
-        A read in flight is shared by every caller that misses the same broker meanwhile (the
-        cache's loading future, as Caffeine's AsyncLoadingCache dedupes loads): a restart storm's
-        concurrent lookups on a broker would otherwise each read every new broker's node."""
-        b = self.broker
-        for broker in sorted(b.available_brokers):
-            if broker in self._lookup_data:
-                continue
-            loading = self._lookup_loads.get(broker)
-            if loading is not None:
-                await asyncio.shield(loading)
-                continue
-            loading = self._lookup_loads[broker] = asyncio.get_running_loop().create_future()
-            try:
-                node = await b.md.get(paths.broker_path(broker))
-            except MetadataStoreError:
-                continue
-            finally:
-                del self._lookup_loads[broker]
-                loading.set_result(None)
-            if node is not None:
-                self._lookup_data[broker] = msgspec.json.decode(node.data, type=BrokerLookupData)
-                self._lookup_changes += 1
-
     # ================================================================== roles
 
     def leadership_acquired(self) -> None:
@@ -348,10 +321,6 @@ class ExtensibleLoadManagerWrapper:
 
     def leader_ready(self) -> bool:
         return self.role == "Leader"
-
-    @property
-    def leader_actor(self) -> Any:
-        return None
 
     async def _play_leader(self) -> None:
         """playLeader(): fresh views of both stores, the unload scheduler, the ownership monitor,
@@ -423,152 +392,6 @@ class ExtensibleLoadManagerWrapper:
         within the same instant (the strategy runs without awaiting)."""
         return _TopicsOnDemand(self.broker)
 
-    async def _split_context(self) -> LoadManagerContext:
-        """The split run's context, after loading the bundle ranges of every namespace this broker
-        owns a bundle of (`getBundleCount` reads the bundle factory's cache, which loads on a miss;
-        a split invalidates it)."""
-        b = self.broker
-        for namespace in sorted({bundle.rsplit("/", 1)[0] for bundle in b.owned}):
-            try:
-                await b.namespace_bundles(namespace)
-            except LookupFailure:
-                pass   # missing from bundle_counts: the strategy counts it Failure/Unknown
-        return await self._context()
-
-    async def _context(self) -> LoadManagerContext:
-        """`getContext()` for one decision: the stores, the registry, the channel's ownership."""
-        b = self.broker
-        assert self.broker_store is not None and self.top_store is not None and self.channel is not None
-        self._policies = await b.policy_cache.refresh()
-        if not self._lookup_data.keys() >= b.available_brokers:
-            # getAvailableBrokerLookupDataAsync reads through the metadata cache, which loads a miss
-            await self._refresh_lookup_data()
-        owners, splitting = channel_ownership(self.channel)
-        key = (b.available_brokers, self._lookup_changes)
-        if self._available[0] != key:   # one per registry or lookup-data change, not per decision
-            self._available = (key, {x: self._lookup_data.get(x) or BrokerLookupData(broker_id=x)
-                                     for x in sorted(b.available_brokers)})
-        available = self._available[1]
-        return LoadManagerContext(
-            conf=b.conf, broker_load_data=self.broker_store.items(),
-            top_bundles_load_data=self.top_store.items(), available_brokers=available, owners=owners,
-            splitting=splitting, policies=self._policies, filter_pipeline=DEFAULT_PIPELINE,
-            now_ms=self._now_ms(), broker_load_data_frozen=True)
-
-    # ================================================================== selection and lookups
-
-    async def select(self, bundle: str, excluded: frozenset[str]) -> str | None:
-        """selectAsync(bundle, excluded): the registry minus `excluded`, every filter (a filter that
-        fails is logged and the candidates so far are kept), then the strategy."""
-        context = await self._context()
-        key = self._filter_key(bundle, excluded, context)
-        cached = self._filtered
-        if key is not None and cached is not None and _same_key(cached[0], key):
-            candidates = cached[1]
-        else:
-            candidates = {x: d for x, d in (context.available_brokers or {}).items() if x not in excluded}
-            failed = False
-            for f in DEFAULT_PIPELINE:
-                try:
-                    candidates = f(candidates, bundle, context)
-                except BrokerFilterException as e:
-                    failed = True
-                    self.broker.log.error("Failed to filter out brokers when select bundle", bundle=bundle,
-                                          error=str(e))
-            self._filtered = (key, candidates) if key is not None and not failed else None
-        if not candidates:
-            self._last_selection = (0, False)
-            return None
-        selected: str | None = self.strategy.select(set(candidates), bundle, context)
-        self._last_selection = (len(candidates), bool(getattr(self.strategy, "last_fallback", False)))
-        return selected
-
-    @staticmethod
-    def _filter_key(bundle: str, excluded: frozenset[str], context: LoadManagerContext) -> tuple[Any, ...] | None:
-        """What the filter pipeline's answer depends on when the bundle's namespace has neither an
-        isolation policy (none in the cluster) nor an anti-affinity group: the registry's lookup
-        data, the load-data store (topic counts), the policies and three configuration keys, each
-        object the same until it changes (`_context`); None when the answer depends on the bundle."""
-        policies = context.policies
-        if policies.isolation_policies or policies.anti_affinity_group(namespace_of_bundle(bundle)) is not None:
-            return None
-        conf = context.conf
-        return (context.available_brokers, context.broker_load_data, policies, excluded,
-                conf.load_manager_class_name, conf.load_balancer_broker_max_topics, conf.prefer_later_versions)
-
-    # ================================================================== decisions as events
-
-    def _assigned(self, bundle: str, selected: str | None, owner: str | None) -> None:
-        """After a lookup's selection: an ExtensibleAssignment when it took effect (the channel's
-        owner is the selected broker) or found no broker; a write another broker's beat is none."""
-        if selected is None or owner == selected:
-            self.report_assignment(bundle, selected)
-
-    def report_assignment(self, bundle: str, selected: str | None) -> None:
-        candidates, fallback = self._last_selection
-        b = self.broker
-        b.events.emit(ExtensibleAssignment(decider=b.broker_id, bundle=bundle, broker=selected,
-                                           candidates=candidates if selected is not None else 0,
-                                           fallback=fallback and selected is not None))
-
-    def _unload_run(self, decisions: list[UnloadDecision], outcomes: dict[str, bool],
-                    context: LoadManagerContext) -> None:
-        """The end of an UnloadScheduler run: each decision as an event (a published unload that did
-        not complete is the Failure/Unknown its counter counted), then the metrics' snapshot."""
-        b = self.broker
-        counter = self.unload_counter
-        loads = context.broker_load_data
-        target = b.conf.load_balancer_broker_load_target_std
-        explanation = getattr(self.unload_strategy, "last_explanation", None) or {}
-        result = explanation.get("result")
-        if not decisions and result:   # a cycle that planned nothing: why (TransferShedder's _skip)
-            b.events.emit(ExtensibleUnloadDecision(
-                leader=b.broker_id, label=UnloadLabel(result[0]), reason=UnloadReason(result[1]),
-                load_avg=explanation.get("avg"), load_std=explanation.get("std"), target_std=target))
-        for d in decisions:
-            u = d.unload
-            label, reason = d.label, d.reason
-            if u is not None and label is UnloadLabel.SUCCESS and not outcomes.get(u.service_unit, False):
-                label, reason = UnloadLabel.FAILURE, UnloadReason.UNKNOWN
-            src = loads.get(u.source_broker) if u is not None else None
-            dst = loads.get(u.dest_broker) if u is not None and u.dest_broker else None
-            b.events.emit(ExtensibleUnloadDecision(
-                leader=b.broker_id, label=label, reason=reason,
-                bundle=u.service_unit if u else None, broker=u.source_broker if u else None,
-                destination=u.dest_broker if u else None, transfer=bool(u and u.dest_broker),
-                load_avg=counter.load_avg, load_std=counter.load_std, target_std=target,
-                max_load=src.weighted_max_ema if src is not None else None,
-                min_load=dst.weighted_max_ema if dst is not None else None))
-        self._unload_snapshot.refresh(counter)
-
-    def _split_run(self, decisions: list[SplitDecision], outcomes: dict[str, bool],
-                   stats: Any) -> None:
-        """The end of a SplitScheduler run: each decision as an event, with the bundle's numbers the
-        strategy compared, then the metrics' snapshot."""
-        b = self.broker
-        conf = b.conf
-        limits = {SplitReason.TOPICS: conf.load_balancer_namespace_bundle_max_topics,
-                  SplitReason.SESSIONS: conf.load_balancer_namespace_bundle_max_sessions,
-                  SplitReason.MSG_RATE: conf.load_balancer_namespace_bundle_max_msg_rate,
-                  SplitReason.BANDWIDTH: conf.load_balancer_namespace_bundle_max_bandwidth_mbytes * 1024 * 1024}
-        for d in decisions:
-            s = d.split
-            label, reason = d.label, d.reason
-            if s is not None and label is SplitLabel.SUCCESS and not outcomes.get(s.service_unit, False):
-                label, reason = SplitLabel.FAILURE, SplitReason.UNKNOWN
-            st = stats.get(s.service_unit) if s is not None else None
-            namespace = s.service_unit.rsplit("/", 1)[0] if s is not None else ""
-            b.events.emit(ExtensibleSplitDecision(
-                broker=b.broker_id, label=label, reason=reason, bundle=s.service_unit if s else None,
-                children=[f"{namespace}/{r}" for r in s.split_service_unit_to_dest_broker]
-                if s is not None and label is SplitLabel.SUCCESS else None,
-                topics=st.topics if st else None,
-                sessions=st.producer_count + st.consumer_count if st else None,
-                msg_rate=st.msg_rate_in + st.msg_rate_out if st else None,
-                throughput=st.msg_throughput_in + st.msg_throughput_out if st else None,
-                threshold=float(limits[reason]) if reason in limits else None))
-        self._split_snapshot.refresh(self.split_counter)
-
     def extensible_metrics(self) -> ExtensibleMetricsSource | None:
         """What `getMetrics()` renders for this broker. The broker load data is the reporter's last
         computed value: Pulsar's getMetrics calls `generateLoadData()`, which moves the EMA on every
@@ -613,79 +436,8 @@ class ExtensibleLoadManagerWrapper:
     def is_centralized(self) -> bool:
         return False
 
-    def available_brokers(self) -> frozenset[str]:
-        return self.broker.available_brokers
-
-    def leader_decides(self) -> None:
-        pass
-
     async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
         return await self.select(bundle, frozenset())
-
-    # ================================================================== admin
-
-    async def unload_namespace_bundle(self, bundle: str, destination: str | None = None) -> dict[str, Any]:
-        """unloadNamespaceBundleAsync: an Admin unload (a transfer with a destination) through the
-        channel, waited for at most `namespaceBundleUnloadingTimeoutMs`."""
-        channel = self._running_channel()
-        owner = channel.view.get(bundle)
-        source = owner.dst_broker if owner is not None and owner.dst_broker else None
-        if source is None or owner is None or owner.state.value != "Owned":
-            raise AdminError(f"Namespace bundle: {bundle} is not owned by any broker.")
-        if destination is not None and source.endswith(destination):
-            raise AdminError(f"Namespace bundle: {bundle} own by {source}, cannot be transfer to same broker.")
-        decision = UnloadDecision(unload=Unload(source_broker=source, service_unit=bundle,
-                                                dest_broker=destination),
-                                  label=UnloadLabel.SUCCESS, reason=UnloadReason.ADMIN)
-        timeout = self.broker.conf.namespace_bundle_unloading_timeout_ms / 1000.0
-        assert decision.unload is not None
-        done = await self.unload_manager.wait(channel.publish_unload(decision.unload), bundle, decision, timeout)
-        if not done:
-            raise AdminError(f"Failed to unload {bundle} within {timeout:g} s")
-        self.unload_counter.update_unload_broker_count(1, self._now_ms())
-        return {"bundle": bundle, "source": source, "destination": destination}
-
-    async def split_namespace_bundle(self, bundle: str) -> dict[str, Any]:
-        """splitNamespaceBundleAsync: an Admin split through the channel (children by the default
-        algorithm's boundaries, no destination)."""
-        channel = self._running_channel()
-        b = self.broker
-        data = channel.view.get(bundle)
-        if data is None or data.state.value != "Owned" or not data.dst_broker:
-            raise AdminError(f"Namespace bundle: {bundle} is not owned by any broker.")
-        namespace, lower, upper = parse_bundle(bundle)
-        owned = b.owned.get(bundle)
-        topics = b._topic_stats(owned.actor) if owned is not None and owned.actor is not None else {}
-        algorithm = b.conf.default_namespace_bundle_split_algorithm
-        try:   # getSplitBoundary with the default algorithm
-            bounds = split_boundaries(algorithm, lower, upper, topics, b.conf)
-        except ValueError as e:
-            raise AdminError(str(e)) from None
-        if not bounds:
-            raise AdminError(f"No valid boundary to split bundle {bundle} ({algorithm})")
-        edges = [lower, *bounds, upper]
-        children: dict[str, str | None] = {f"0x{lo:08x}_0x{hi:08x}": None for lo, hi in zip(edges, edges[1:])}
-        decision = SplitDecision(split=Split(service_unit=bundle, source_broker=data.dst_broker,
-                                             split_service_unit_to_dest_broker=children),
-                                 label=SplitLabel.SUCCESS, reason=SplitReason.ADMIN)
-        timeout = b.conf.namespace_bundle_unloading_timeout_ms / 1000.0
-        assert decision.split is not None
-        done = await self.split_manager.wait(channel.publish_split(decision.split), bundle, decision, timeout)
-        if not done:
-            raise AdminError(f"Failed to split {bundle} within {timeout:g} s")
-        return {"bundle": bundle, "children": [f"{namespace}/{r}" for r in children]}
-
-    async def assign_stated(self, bundle: str, broker: str) -> dict[str, Any]:
-        """A scenario's owner at t = 0: (Assigning, dst = `broker`) written to the channel, as a lookup
-        that selected it would write, waited for until Owned."""
-        channel = self._running_channel()
-        owner = await channel.publish_assign(bundle, broker)
-        return {"bundle": bundle, "broker": owner}
-
-    def _running_channel(self) -> ServiceUnitStateChannel:
-        if self.channel is None or self.state != "RUNNING":
-            raise AdminError(f"The load manager of {self.broker.broker_id} is not running")
-        return self.channel
 
     # ================================================================== the rest of LoadManager
 
@@ -693,15 +445,9 @@ class ExtensibleLoadManagerWrapper:
         """ExtensibleLoadManagerWrapper.generateLoadReport: `null` (the data is BrokerLoadData)."""
         return None
 
-    def set_load_report_force_update_flag(self) -> None:
-        pass
-
     async def write_load_report(self, force: bool = False) -> bool:
         """writeLoadReportOnZookeeper: a no-op (the reporters publish to the load-data topics)."""
         return False
-
-    async def write_resource_quotas(self) -> None:
-        pass
 
     async def do_load_shedding(self) -> list[tuple[str, str]]:
         """doLoadShedding -> the unload scheduler's `execute()` (on the leader)."""
@@ -711,19 +457,13 @@ class ExtensibleLoadManagerWrapper:
         return [(d.unload.source_broker, d.unload.service_unit) for d in self.unload_scheduler.last_decisions
                 if d.label is UnloadLabel.SUCCESS and d.unload is not None]
 
-    async def do_namespace_bundle_split(self) -> list[str]:
-        """doNamespaceBundleSplit: a no-op (the split scheduler runs on its own)."""
-        return []
-
     def set_namespace_bundle_affinity(self, bundle: str, broker: str) -> None:
         """No affinity map: an unload with a destination is a transfer (unload_namespace_bundle)."""
+
+    # The base's defaults, as ExtensibleLoadManagerWrapper answers: no resource-quota write, no
+    # doNamespaceBundleSplit (the split scheduler runs on its own), no force flag, the registry as
+    # the available brokers, no leader actor.
 
     def broker_load_data_view(self) -> dict[str, BrokerLoadData]:
         """The broker load-data table view as this broker reads it (monitor --extensions)."""
         return dict(self.broker_store.items()) if self.broker_store is not None else {}
-
-    async def wait_assigned(self, bundle: str) -> str | None:
-        """The bundle's owner once the channel says so (tests)."""
-        channel = self._running_channel()
-        return await channel.get_owner(bundle)
-

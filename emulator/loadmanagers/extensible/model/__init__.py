@@ -7,7 +7,8 @@ module per concern, each naming the Pulsar file and method it follows in its doc
 | module | Pulsar (`pulsar-broker/.../loadbalance/extensions/`) |
 |---|---|
 | `state` | `channel/ServiceUnitState`, `ServiceUnitStateData`, `ServiceUnitStateDataConflictResolver` |
-| `channel_rules` | `channel/ServiceUnitStateChannelImpl`: who acts on each state, lookups, clean-up |
+| `channel_rules` | `channel/ServiceUnitStateChannelImpl`: who acts on each state, the records published, lookups |
+| `channel_cleanup` | `channel/ServiceUnitStateChannelImpl`: the leader's monitorOwnerships, doCleanup |
 
 Sibling modules (load data, TransferShedder, placement, filters, split) follow the same rules.
 """

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 import strategies
-from emulator.model.loaddata import BrokerDataUpdateCheck, LocalBrokerData, TimeAverageBrokerData
+from emulator.model.loaddata import BrokerDataUpdateCheck, LoadData, LocalBrokerData, TimeAverageBrokerData
+from emulator.model.policies import PolicyView
 from emulator.runtime import epoch_ms
 
 from emulator.cluster import paths, user_faults
 from emulator.cluster.events import LoadReportWritten, assignment_event
 from .leader import LoadManagerLeader
-from emulator.cluster.load_manager import MODULAR, release_registration
+from emulator.cluster.load_manager import MODULAR, LeaderLoadView, LoadManager, ReportTicks, release_registration
 from emulator.cluster.messages import SelectBrokerForAssignment
 from emulator.cluster.metadata_client import MetadataStoreError
 from .modular_load_manager import ModularLoadManager
@@ -44,15 +45,15 @@ __all__ = ["ModularLoadManagerWrapper"]
 _json_encode = msgspec.json.encode
 
 
-class ModularLoadManagerWrapper:
-    """One broker's ModularLoadManagerImpl (see the module docstring)."""
+class ModularLoadManagerWrapper(LoadManager, ReportTicks, LeaderLoadView):
+    """One broker's ModularLoadManagerImpl (see the module docstring). Its capabilities: its report
+    tick runs as callbacks (ReportTicks); its leader actor's view is the observers' (LeaderLoadView)."""
 
     class_name = MODULAR
+    broker: "Broker"
 
     def __init__(self, broker: "Broker", requested: str = MODULAR) -> None:
-        self.broker = broker
-        self.requested = requested
-        self.registered = False
+        super().__init__(broker, requested)
         self._last_data: LocalBrokerData | None = None
         self._report_version = -1
         self._force = False
@@ -124,6 +125,17 @@ class ModularLoadManagerWrapper:
     def leader_ready(self) -> bool:
         return self.leader_actor is not None
 
+    def leader_load_data(self) -> LoadData | None:
+        """The leader actor's ModularLoadManager's LoadData (None before it has built it)."""
+        leader = self.leader_actor
+        lm = leader.lm if leader is not None else None
+        return lm.load_data if lm is not None else None
+
+    def leader_policies(self) -> PolicyView | None:
+        """The policies the leader actor's selection applies (refreshed with each of its decisions)."""
+        leader = self.leader_actor
+        return leader._policies if leader is not None else None
+
     def _leading(self) -> LoadManagerLeader | None:
         leader = self.leader_actor
         return leader if self.broker.is_leader and leader is not None and leader.alive else None
@@ -132,9 +144,6 @@ class ModularLoadManagerWrapper:
 
     def generate_load_report(self) -> LocalBrokerData:
         return self.broker.local_data
-
-    def set_load_report_force_update_flag(self) -> None:
-        """ModularLoadManagerWrapper.setLoadReportForceUpdateFlag: does nothing."""
 
     async def write_load_report(self, force: bool = False) -> bool:
         """writeBrokerDataOnZooKeeper: True if a report was written."""
@@ -218,10 +227,6 @@ class ModularLoadManagerWrapper:
 
     def is_centralized(self) -> bool:
         return True
-
-    def available_brokers(self) -> frozenset[str]:
-        """getAvailableBrokers(): the lock holders under /loadbalance/brokers (the broker's registry)."""
-        return self.broker.available_brokers
 
     def leader_decides(self) -> None:
         self._local_lm = None  # a leader decides again: free the local view (see _select_locally)

@@ -19,7 +19,7 @@ refreshes `broker.local_data` for the emulator's observers, and nothing is writt
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,7 +27,7 @@ from emulator.model.loaddata import LocalBrokerData
 from emulator.runtime import epoch_ms
 
 from emulator.cluster import paths
-from emulator.cluster.load_manager import NOOP, release_registration
+from emulator.cluster.load_manager import NOOP, LoadManager, ReportTicks, release_registration
 from emulator.cluster.metadata_client import MetadataStoreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,16 +36,16 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["NoopLoadManager"]
 
 
-class NoopLoadManager:
-    """One broker's NoopLoadManager (see the module docstring)."""
+class NoopLoadManager(LoadManager, ReportTicks):
+    """One broker's NoopLoadManager (see the module docstring). What it leaves to the base's defaults
+    is what NoopLoadManager leaves empty: no leader-only work, no force flag, no quota write, no split,
+    no affinity. Its report tick runs as a callback (ReportTicks)."""
 
     class_name = NOOP
-    leader_actor: Any = None
+    broker: "Broker"
 
     def __init__(self, broker: "Broker", requested: str = NOOP) -> None:
-        self.broker = broker
-        self.requested = requested
-        self.registered = False
+        super().__init__(broker, requested)
         self.local_data: LocalBrokerData | None = None
 
     # ================================================================== lifecycle
@@ -81,24 +81,10 @@ class NoopLoadManager:
             except MetadataStoreError as e:
                 self.broker.log.warning("could not re-register after session loss", error=str(e))
 
-    # ================================================================== leadership: nothing to run
-
-    def leadership_acquired(self) -> None:
-        pass
-
-    def leadership_lost(self) -> None:
-        pass
-
-    def leader_ready(self) -> bool:
-        return True
-
     # ================================================================== reports: none
 
     def generate_load_report(self) -> None:
         return None
-
-    def set_load_report_force_update_flag(self) -> None:
-        pass
 
     async def write_load_report(self, force: bool = False) -> bool:
         """Writes nothing; the broker's own view of its load stays current for the observers."""
@@ -110,17 +96,8 @@ class NoopLoadManager:
         self.broker._update_local_data()
         then()
 
-    async def write_resource_quotas(self) -> None:
-        pass
-
     async def do_load_shedding(self) -> list[tuple[str, str]]:
         return []
-
-    async def do_namespace_bundle_split(self) -> list[str]:
-        return []
-
-    def set_namespace_bundle_affinity(self, bundle: str, broker: str) -> None:
-        pass
 
     # ================================================================== placement: here
 
@@ -129,9 +106,6 @@ class NoopLoadManager:
 
     def available_brokers(self) -> frozenset[str]:
         return frozenset((self.broker.broker_id,))
-
-    def leader_decides(self) -> None:
-        pass
 
     async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
         return self.broker.broker_id

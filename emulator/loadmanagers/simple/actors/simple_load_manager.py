@@ -27,7 +27,7 @@ Modular (an unload's `destination` is "": Simple names none).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -57,7 +57,7 @@ from ..model.settings import initial_load_factors
 
 from emulator.cluster import paths
 from emulator.cluster.events import Assignment, LoadReportWritten
-from emulator.cluster.load_manager import SIMPLE, release_registration
+from emulator.cluster.load_manager import SIMPLE, LoadBalancingMetrics, LoadManager, release_registration
 from emulator.cluster.metadata_client import MetadataStoreError
 from .simple_load_manager_tasks import SimpleLoadManagerTasks
 
@@ -67,16 +67,16 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SimpleLoadManagerImpl"]
 
 
-class SimpleLoadManagerImpl:
-    """One broker's SimpleLoadManagerImpl (see the module docstring)."""
+class SimpleLoadManagerImpl(LoadManager, LoadBalancingMetrics):
+    """One broker's SimpleLoadManagerImpl (see the module docstring). No leader actor (the base's
+    None): the leader's tasks run in `tasks`. It exports its own rank and quota series
+    (LoadBalancingMetrics)."""
 
     class_name = SIMPLE
-    leader_actor: Any = None   # no leader actor: the leader's tasks run in `tasks`
+    broker: "Broker"
 
     def __init__(self, broker: "Broker", requested: str = SIMPLE) -> None:
-        self.broker = broker
-        self.requested = requested
-        self.registered = False
+        super().__init__(broker, requested)
         self.last_report: LoadReport | None = None
         self.last_resource_usage_ms = -1
         self.avg_heap_mb = 0
@@ -154,9 +154,6 @@ class SimpleLoadManagerImpl:
     def leadership_lost(self) -> None:
         if self.tasks is not None:
             self.tasks.stop_leader_tasks()
-
-    def leader_ready(self) -> bool:
-        return True
 
     # ================================================================== the load report
 
@@ -255,13 +252,6 @@ class SimpleLoadManagerImpl:
     def is_centralized(self) -> bool:
         return self.settings().is_centralized
 
-    def available_brokers(self) -> frozenset[str]:
-        """getAvailableBrokers(): the lock holders under /loadbalance/brokers."""
-        return self.broker.available_brokers
-
-    def leader_decides(self) -> None:
-        pass
-
     async def get_least_loaded(self, bundle: str, non_persistent: bool) -> str | None:
         b = self.broker
         policies = await b.policy_cache.refresh()
@@ -274,9 +264,6 @@ class SimpleLoadManagerImpl:
         b.events.emit(Assignment(bundle=bundle, broker=broker, leader=b.broker_id,
                                  local=not settings.is_centralized, trace=None))
         return broker
-
-    def set_namespace_bundle_affinity(self, bundle: str, broker: str) -> None:
-        """Not a SimpleLoadManagerImpl method: an unload's destination is ignored."""
 
     # ================================================================== the leader's work and the split
 
