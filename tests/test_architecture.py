@@ -233,7 +233,7 @@ def test_the_check_catches_stale_names():
     `emulator/cluster/load_manager.py::LOAD_MANAGERS` `emulator/runtime/__init__.py::Actor`
     `LookupTopic` `PulsarClient._connection_lost` `shedders/<name>.py` `pulsar-lb-emulator run`
     `broker.py` `pyproject.toml` `ClientSettings.max_lookup_redirects` `LoadManagerLeader.affinity`
-    `select_broker` `LOAD_MANAGERS` `_PULSAR_KEYS` `getattr` `TypeError`
+    `select_broker` `LOAD_MANAGERS` `suggest_key` `getattr` `TypeError`
     ```
     `emulator/cluster/illustration.py::not_checked`
     ```
