@@ -114,15 +114,19 @@ def compare(name: str, got: dict[str, str], folder: Path, *, rewrite: bool = Fal
     where = _shown(folder)
     if not folder.is_dir():
         raise Mismatch(f"{name}: no recorded outputs yet ({where}/ does not exist)\n{REWRITE_HINT}")
-    diff: list[str] = []
+    # the first lines of each file's diff, DIFF_LINES in all: a summary's diff does not hide the decisions'
+    budget = max(15, DIFF_LINES // len(differ))
+    shown: list[str] = []
+    hidden = 0
     for f in differ:
         old = _read(folder / f)
-        diff += difflib.unified_diff((old or "").splitlines(), got[f].splitlines(), lineterm="",
-                                     fromfile=f"{where}/{f} (recorded)" if old is not None else "/dev/null",
-                                     tofile=f"{where}/{f} (this run)")
-    shown = [line if len(line) <= _LINE_WIDTH else line[:_LINE_WIDTH] + f" ... ({len(line)} chars)"
-             for line in diff[:DIFF_LINES]]
-    more = f"\n... {len(diff) - DIFF_LINES} more diff lines" if len(diff) > DIFF_LINES else ""
+        diff = list(difflib.unified_diff((old or "").splitlines(), got[f].splitlines(), lineterm="",
+                                         fromfile=f"{where}/{f} (recorded)" if old is not None else "/dev/null",
+                                         tofile=f"{where}/{f} (this run)"))
+        shown += [line if len(line) <= _LINE_WIDTH else line[:_LINE_WIDTH] + f" ... ({len(line)} chars)"
+                  for line in diff[:budget]]
+        hidden += max(0, len(diff) - budget)
+    more = f"\n... {hidden} more diff lines" if hidden else ""
     raise Mismatch(f"{name}: recorded outputs differ in {', '.join(differ)}\n" + "\n".join(shown) + more
                    + "\n" + REWRITE_HINT)
 

@@ -83,7 +83,12 @@ def test_recorded(case: Case, tmp_path, rewrite: bool):
     got = render(case, tmp_path)
     for name, text in got.items():      # nothing of this machine or this hour in what is checked in
         assert str(tmp_path) not in text and "/tmp/" not in text, f"{case.name}/{name} holds a path"
-    compare(case.name, got, HERE / case.name, rewrite=rewrite)
+    try:
+        compare(case.name, got, HERE / case.name, rewrite=rewrite)
+        return
+    except Mismatch as e:
+        failure = str(e)
+    pytest.fail(failure, pytrace=False)      # the diff and the hint, not this function's source
 
 
 def test_every_builtin_scenario_is_recorded_and_every_folder_is_a_case():
