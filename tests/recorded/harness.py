@@ -10,6 +10,10 @@ with a recording folder, and turns the recording into the files held under `test
   and the summary with every KPI and expectation;
 * `decisions.jsonl`: the recording's decisions.jsonl as the recorder wrote it (level `decisions`: every
   assignment, shedding plan, unload, split and their skips with emulated time and numbers);
+  A case with `counted` kinds (pulsar3-restart: 56,071 assignments, ~17 MB) keeps those kinds'
+  lines out of it and counts them in `decisions-counted.txt` instead: per kind, per broker and per
+  emulated minute, with the sha256 of the whole decision log, so a moved decision still fails (and the
+  counts show roughly where);
 * `events.jsonl`: the recording's events.jsonl (keys sorted) but for the client handles' lines
   (`handle_*`: one per producer or consumer cut off; tens of thousands in a pulsar3 run, and counted in
   the summary): scenario events, broker starts, stops and crashes, leader elections.
@@ -32,8 +36,9 @@ import msgspec
 __all__ = ["DIFF_LINES", "FILES", "HERE", "REWRITE_HINT", "STRIPPED", "Case", "Mismatch", "compare", "render"]
 
 HERE = Path(__file__).resolve().parent
-FILES = ("summary.txt", "decisions.jsonl", "events.jsonl", "run.json")
-"""The files of a case's folder, in the order a difference shows them."""
+FILES = ("summary.txt", "decisions.jsonl", "decisions-counted.txt", "events.jsonl", "run.json")
+"""The files of a case's folder, in the order a difference shows them (decisions-counted.txt only for a
+case with `counted` kinds)."""
 STRIPPED = ("started_at", "ended_at", "versions", "scenario_text")
 """run.json keys left out of the recorded run.json: wall clock, the machine, the scenario file."""
 DIFF_LINES = 60
@@ -52,6 +57,10 @@ class Case(msgspec.Struct, frozen=True, kw_only=True):
     seed: int | None = None                 # None: the scenario's own
     overrides: dict[str, str] = {}          # --set / --load-manager, by Pulsar's key names
     slow: bool = False                      # in CI's second pass (`-m slow`), not the default run
+    counted: tuple[str, ...] = ()           # decision kinds counted in decisions-counted.txt, not kept whole
+
+    def files(self) -> tuple[str, ...]:
+        return tuple(f for f in FILES if f != "decisions-counted.txt" or self.counted)
 
 
 class Mismatch(AssertionError):
@@ -85,12 +94,53 @@ def render(case: Case, workdir: Path) -> dict[str, str]:
 
     events = "".join(line for line in _lines(folder / "events.jsonl")
                      if not json.loads(line)["kind"].startswith("handle_"))
-    return {
+    decisions = _lines(folder / "decisions.jsonl")
+    out = {
         "summary.txt": result.summary_text.rstrip("\n") + "\n",
         "run.json": run_json,
-        "decisions.jsonl": "".join(_lines(folder / "decisions.jsonl")),
+        "decisions.jsonl": "".join(decisions),
         "events.jsonl": events,
     }
+    if case.counted:
+        kept = [line for line in decisions if json.loads(line)["decision"] not in case.counted]
+        out["decisions.jsonl"] = "".join(kept)
+        out["decisions-counted.txt"] = _counted(decisions, case.counted, float(info["emulated_start"]))
+    return out
+
+
+def _counted(lines: list[str], kinds: tuple[str, ...], t0: float) -> str:
+    """The decisions of `kinds` as counts: per kind, per broker and per emulated minute; and the
+    sha256 of the whole decision log (every line, every kind), which any moved decision changes."""
+    import collections
+    import hashlib
+
+    digest = hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    per_kind: collections.Counter[str] = collections.Counter()
+    per_broker: collections.Counter[tuple[str, str]] = collections.Counter()
+    per_minute: collections.Counter[tuple[str, int]] = collections.Counter()
+    for line in lines:
+        record = json.loads(line)
+        kind = record["decision"]
+        if kind not in kinds:
+            continue
+        per_kind[kind] += 1
+        per_broker[kind, str(record.get("broker"))] += 1
+        per_minute[kind, int((record["t"] - t0) // 60)] += 1
+    out = [f"decisions.jsonl of this run: {len(lines)} lines, sha256 {digest}",
+           f"counted here, not kept whole in decisions.jsonl: {', '.join(kinds)}", "", "per kind"]
+    out += [f"  {kind:<24} {per_kind[kind]:>8}" for kind in kinds]
+    out += ["", "per broker (the assignment's destination, the unload's source)"]
+    out += [f"  {kind:<24} {broker:<24} {n:>8}" for (kind, broker), n in sorted(per_broker.items(), key=_broker_order)]
+    out += ["", "per emulated minute (from the run's start)"]
+    out += [f"  {kind:<24} {minute:>4}m {n:>8}" for (kind, minute), n in sorted(per_minute.items())]
+    return "\n".join(out) + "\n"
+
+
+def _broker_order(item: tuple[tuple[str, str], int]) -> tuple[str, int, str]:
+    """broker-2 before broker-10."""
+    (kind, broker), _ = item
+    digits = "".join(c for c in broker.split(":")[0] if c.isdigit())
+    return (kind, int(digits) if digits else -1, broker)
 
 
 def _lines(path: Path) -> list[str]:
