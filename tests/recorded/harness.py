@@ -9,10 +9,11 @@ with a recording folder, and turns the recording into the files held under `test
   `scenario_text` (the scenario file itself, in `emulator/scenarios/`). It keeps the effective config
   and the summary with every KPI and expectation;
 * `decisions.jsonl`: the recording's decisions.jsonl as the recorder wrote it (level `decisions`: every
-  assignment, shedding plan, unload, split and their skips with emulated time and numbers). A case with `counted` kinds (pulsar3-restart: 56,071 assignments, ~17 MB) keeps those kinds'
-  lines out of it and counts them in `decisions-counted.txt` instead: per kind, per broker and per
-  emulated minute, with the sha256 of the whole decision log, so a moved decision still fails (and the
-  counts show roughly where);
+  assignment, shedding plan, unload, split and their skips with emulated time and numbers). A case
+  with `counted` kinds (pulsar3-restart: 56,071 assignments, ~17 MB) keeps those kinds' lines out of it
+  and counts them in `decisions-counted.txt` instead: per kind, per broker and per emulated minute,
+  with the sha256 of the whole decision log, so a moved decision still fails (and the counts show
+  roughly where);
 * `events.jsonl`: the recording's events.jsonl (keys sorted) but for the client handles' lines
   (`handle_*`: one per producer or consumer cut off; tens of thousands in a pulsar3 run, and counted in
   the summary): scenario events, broker starts, stops and crashes, leader elections after the first
