@@ -12,6 +12,14 @@ from emulator.runtime import VirtualEventLoop
 from emulator.testing import VIRTUAL_BACKEND
 
 
+def pytest_addoption(parser):
+    """`--rewrite`: the recorded-output tests (tests/recorded/) write what the runs recorded into their
+    folders instead of comparing, as CockroachDB's datadriven tests: `python3 -m pytest tests/recorded
+    --rewrite`, then review `git diff tests/recorded`."""
+    parser.addoption("--rewrite", action="store_true", default=False,
+                     help="tests/recorded: rewrite the recorded outputs instead of comparing them")
+
+
 def pytest_asyncio_loop_factories(config, item):
     """The project's own async tests are all emulator tests: all on virtual time, cluster fixture or not
     (asked before the plugin's own answer, which only switches tests that use a cluster fixture)."""
