@@ -172,7 +172,8 @@ def test_kpis_over_any_window_agree_with_the_rollup_definitions(tmp_path):
 
 
 @pytest.mark.parametrize("expect, needle", [
-    ('kpi = "unlods"\nmax = 3', "expect[0].kpi = unlods: unknown KPI; known: balance_max_over_mean, "),
+    ('kpi = "unlods"\nmax = 3',
+     "expect[0].kpi = unlods: unknown KPI (did you mean unloads?); known: balance_max_over_mean, "),
     ('kpi = "unloads"\nmin = 5\nmax = 3', "expect[0].min = 5: greater than max (3)"),
     ('kpi = "unloads"\nmax = 3\nafter_event = 1',
      "expect[0].after_event = 1: no such event; the scenario has 1 ([[events]] are counted from 0)"),
