@@ -121,3 +121,41 @@ async def test_connected_count_follows_every_handle_through_a_crash_and_a_close(
         assert client.connected_count() == 60
         await client.close_handle(ids[0])
         assert client.connected_count() == scanned() == 59
+
+
+@pytest.mark.asyncio
+async def test_a_new_leader_starts_from_the_followers_load_data_not_the_defaults():
+    """Every Modular broker updates its load data from the reports it watches (handleDataNotification
+    -> updateAll): the leader elected after a failover scores on the rates the old leader had, though
+    nothing was persisted (the bundle-data writer runs hourly here), not on 50 msg/s defaults."""
+    from emulator.cluster.events import LeaderStarted
+    from emulator.cluster.load_source import FlatLoad
+    from emulator.model.config import ServiceConfig
+
+    conf = ServiceConfig(load_balancer_resource_quota_update_interval_minutes=60)
+    async with emulated_cluster(3, seed=13, namespaces={NS: 6}, conf=conf,
+                                load_source=FlatLoad(rate=400.0, msg_size=1024)) as cluster:
+        started: list[LeaderStarted] = []
+        cluster.events.subscribe(lambda e: started.append(e) if isinstance(e, LeaderStarted) else None)
+        old = await cluster.wait_for_leader()
+        client = cluster.add_client()
+        client.create_handles(topics(60))
+        await cluster.wait_until(lambda: client.connected_count() == 60)
+        await anyio.sleep(20 * 60)                       # the windows fill with the real rates
+        old_lm = cluster.brokers[old].load_manager.leader_actor.lm
+        bundles = sorted(cluster.ownership())
+        before = {b: old_lm.bundle_data_of(b).long_term_data.msg_rate_in for b in bundles}
+        assert all(rate > 1000.0 for rate in before.values())   # 10 topics x 400 msg/s, not 50
+
+        cluster.kill_broker(old)
+        new = await cluster.wait_for_leader(timeout=60)
+        await cluster.wait_until(lambda: cluster.brokers[new].load_manager.leader_actor.lm is not None)
+        new_lm = cluster.brokers[new].load_manager.leader_actor.lm
+        assert started[-1].broker == new and started[-1].followers_view
+        assert started[-1].bundle_data == len(old_lm.load_data.bundle_data)
+        # the dead broker's bundles are placed again by the new leader, on the data it held
+        await cluster.wait_until(lambda: sorted(cluster.ownership()) == bundles
+                                 and set(cluster.ownership().values()) <= set(cluster.live_brokers()),
+                                 timeout=600)
+        for b in bundles:   # the old leader's averages, moved by the few samples since
+            assert new_lm.bundle_data_of(b).long_term_data.msg_rate_in == pytest.approx(before[b], rel=0.25)

@@ -49,12 +49,14 @@ class LeaderElected(Event, kw_only=True):
 
 
 class LeaderStarted(Event, kw_only=True):
-    """The leader's load manager rebuilt its view: `brokers` reports, `bundle_data` persisted nodes."""
+    """The leader's load manager built its view: `brokers` reports, `bundle_data` bundles' data, from
+    what the broker held as a follower (`followers_view`) or else read from the persisted nodes."""
 
     kind = "leader_started"
     broker: str
     brokers: int
     bundle_data: int
+    followers_view: bool = False
 
 
 class SessionLost(Event, kw_only=True):

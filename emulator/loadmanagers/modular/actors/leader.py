@@ -42,6 +42,7 @@ When the split check runs, and what delays a split (read in apache/pulsar, curre
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -75,6 +76,8 @@ from emulator.cluster.messages import (AdminResult, LookupFailure, SelectBrokerF
                        WarmShedder)
 from emulator.cluster.metadata_client import MetadataClient, MetadataStoreError
 from emulator.cluster.metadata_messages import Notification
+from emulator.cluster.load_manager import MODULAR
+from .follower_view import FollowerView
 from .modular_load_manager import ModularLoadManager
 from emulator.cluster.policy_cache import PolicyCache
 from emulator.cluster.strategy_pair import create_pair
@@ -97,9 +100,12 @@ class _Apply(msgspec.Struct):
 
 class LoadManagerLeader(Actor):
     def __init__(self, name: str, system: ActorSystem, *, broker: "Broker",
-                 placement_name: str | None = None, shedder_name: str | None = None) -> None:
+                 placement_name: str | None = None, shedder_name: str | None = None,
+                 watching_since: float = math.inf) -> None:
         super().__init__(name, system)
         self.broker = broker
+        # since when the broker's load manager watched the reports as a follower (follower_view.py)
+        self.watching_since = watching_since
         self.conf = broker.conf
         self.events = broker.events
         self.md = MetadataClient(self, broker.md.store_name)
@@ -120,7 +126,11 @@ class LoadManagerLeader(Actor):
     # ------------------------------------------------------------------ start: rebuild from the store
 
     async def on_start(self) -> None:
-        persisted = await self._read_persisted_bundle_data()
+        # a follower keeps the load data it built from the reports (follower_view.py); a broker that
+        # was not watching them rebuilds from the persisted bundle data
+        followers = self._followers()
+        inherited = followers.bundle_data_for(self.watching_since)
+        persisted = inherited if inherited is not None else await self._read_persisted_bundle_data()
         self.lm = ModularLoadManager(
             self.conf, self.placement, self.rng, broker_id=self.broker.broker_id,
             persisted_bundle_data=persisted, shedding_strategy=self.shedder,
@@ -136,7 +146,14 @@ class LoadManagerLeader(Actor):
         self.start_soon(self._bundle_data_writer)
         self.start_soon(self._shedding_loop)
         self.events.emit(LeaderStarted(broker=self.broker.broker_id, brokers=len(self._available),
-                                       bundle_data=len(persisted)))
+                                       bundle_data=len(persisted), followers_view=inherited is not None))
+
+    def _followers(self) -> FollowerView:
+        shared = self.broker.load_manager_shared
+        view = shared.get(MODULAR)
+        if not isinstance(view, FollowerView):
+            view = shared[MODULAR] = FollowerView()
+        return view
 
     async def _read_persisted_bundle_data(self) -> dict[str, BundleData]:
         out: dict[str, BundleData] = {}
@@ -244,6 +261,7 @@ class LoadManagerLeader(Actor):
         result = self.lm.update_all(self._available, self._reports,
                                     self.broker.owned_bundle_names())
         self.updates += 1
+        self._followers().record(self.lm, self.system.clock.now())
         removed = getattr(result, "removed_bundles", ()) or ()
         for bundle in removed:
             self.start_soon(self._delete_quietly, paths.bundle_data_path(bundle))

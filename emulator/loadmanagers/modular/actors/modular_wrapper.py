@@ -18,6 +18,7 @@ Choices where the spec is open (documented here once):
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,9 @@ class ModularLoadManagerWrapper(LoadManager, ReportTicks, LeaderLoadView):
         self._local_lm: Any = None
         self._local_lm_time = -1.0
         self._local_lm_brokers: frozenset[str] = frozenset()   # the registry the view was built on
+        # since when this broker's ModularLoadManagerImpl watches the reports (start(): its listener is
+        # registered in initialize), what a follower's load data is built from (follower_view.py)
+        self.watching_since = math.inf
 
     # ================================================================== lifecycle
 
@@ -72,6 +76,7 @@ class ModularLoadManagerWrapper(LoadManager, ReportTicks, LeaderLoadView):
         an empty broker time average, updateAll; on a broker that already leads (a live switch), the
         leader-only half starts with it."""
         b = self.broker
+        self.watching_since = b.now
         b._reset_local_data(b.conf.load_manager_class_name)
         b._update_local_data()
         b.local_data.last_update = epoch_ms(b.system.clock)   # System.currentTimeMillis()
@@ -114,7 +119,8 @@ class ModularLoadManagerWrapper(LoadManager, ReportTicks, LeaderLoadView):
         b = self.broker
         self._local_lm = None  # the leader actor decides from now on
         self.leader_actor = LoadManagerLeader(f"{b.broker_id}/leader", b.system, broker=b,
-                                              placement_name=b.placement, shedder_name=b.shedder)
+                                              placement_name=b.placement, shedder_name=b.shedder,
+                                              watching_since=self.watching_since)
         b.system.spawn(self.leader_actor, parent=b)
 
     def leadership_lost(self) -> None:
