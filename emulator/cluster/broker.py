@@ -461,27 +461,3 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         or None."""
         return self.load_manager.leader_actor
 
-    # The Modular load manager's follower view, where tests reach it (modular_wrapper.py)
-
-    async def _select_locally(self, bundle: str, non_persistent: bool) -> str | None:
-        return await self._modular()._select_locally(bundle, non_persistent)
-
-    @property
-    def _local_lm(self) -> Any:
-        return self._modular()._local_lm
-
-    @_local_lm.setter
-    def _local_lm(self, value: Any) -> None:
-        self._modular()._local_lm = value
-
-    @property
-    def _local_lm_time(self) -> float:
-        return self._modular()._local_lm_time
-
-    def _modular(self) -> Any:
-        lm = self.load_manager
-        if lm.class_name != load_managers.MODULAR:
-            raise AttributeError(f"broker {self.broker_id} runs {lm.class_name}, not the Modular "
-                                 "load manager")
-        return lm
-

@@ -114,11 +114,11 @@ async def test_a_follower_deciding_locally_never_picks_a_broker_gone_from_the_re
         f = cluster.brokers[follower]
         nb = await cluster.namespace_bundles(NS)
         bundles = nb.names
-        await f._select_locally(bundles[0], False)           # the view is built now, `gone` in it
+        await f.load_manager._select_locally(bundles[0], False)           # the view is built now, `gone` in it
         await cluster.stop_broker(gone, "graceful")
         await cluster.wait_until(lambda: gone not in f.available_brokers, timeout=5)
-        assert f.now - f._local_lm_time < f.report_interval   # still inside the view's interval
-        picks = [await f._select_locally(b, False) for b in bundles[1:]]
+        assert f.now - f.load_manager._local_lm_time < f.report_interval   # still inside the view's interval
+        picks = [await f.load_manager._select_locally(b, False) for b in bundles[1:]]
         assert gone not in picks
         assert set(picks) <= {leader, follower}
         assert gone not in cluster.store.peek_children(paths.BROKERS)

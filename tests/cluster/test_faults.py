@@ -176,6 +176,6 @@ async def test_a_follower_deciding_locally_reports_the_fault_and_fails_that_deci
         follower = next(b for b in cluster.brokers.values() if not b.is_leader)
         bundle = f"{NS}/0x00000000_0xffffffff"
         with pytest.raises(UserCodeError, match="flaky placement"):
-            await follower._select_locally(bundle, False)
+            await follower.load_manager._select_locally(bundle, False)
         assert cluster.events.counts["placement_failed"] == 1
         assert follower.alive

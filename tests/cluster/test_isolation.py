@@ -129,14 +129,14 @@ async def test_a_followers_local_decision_applies_the_policies():
         leader = cluster.leader()
         follower = next(cluster.brokers[b] for b in cluster.live_brokers() if b != leader)
         bundles = (await cluster.namespace_bundles(ISO)).names
-        chosen = {await follower._select_locally(b, False) for b in bundles}
+        chosen = {await follower.load_manager._select_locally(b, False) for b in bundles}
         assert chosen == {"broker-3:8080"}
         assert cluster.decision_log.of("assignment")[-1]["local"] is True
         # a change reaches the follower's view through its watch
         await cluster.policies.set_isolation_policy("p", policy(["broker-1"], [], 1), unload=False)
         await anyio.sleep(1)
-        follower._local_lm = None
-        assert {await follower._select_locally(b, False) for b in bundles} == {"broker-1:8080"}
+        follower.load_manager._local_lm = None
+        assert {await follower.load_manager._select_locally(b, False) for b in bundles} == {"broker-1:8080"}
 
 
 async def _place_group(seed: int, domains_enabled: bool) -> list[str]:
