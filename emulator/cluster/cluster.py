@@ -26,6 +26,7 @@ from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
 from .dynamic_config import DynamicConfiguration
 from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents
+from .capacity import Capacity
 from .latency import Constant, Latencies
 from .load_manager import ClusterShared
 from .load_source import FlatLoad, LoadSource
@@ -69,6 +70,13 @@ class ClusterSettings(msgspec.Struct, frozen=True, kw_only=True):
     from the fields above (`metadata_op_latency`, `bundle_close_time`, `topic_close_time`), every
     other step instantaneous. Scenarios pass the calibrated defaults with their [latency] table."""
 
+    capacity: Capacity | None = None
+    """The shared capacities (emulator/cluster/capacity.py). None: unlimited, the cost-free cluster
+    the cluster tests build; scenarios pass the calibrated defaults with their [capacity] table."""
+
+    def capacities(self) -> Capacity:
+        return Capacity.unlimited() if self.capacity is None else self.capacity
+
     def latencies(self) -> Latencies:
         if self.latency is not None:
             return self.latency
@@ -89,6 +97,7 @@ class Cluster:
         system.on_failure.append(self._on_actor_failure)
         self.network = Network(latency=settings.network_latency)
         self.latencies = settings.latencies()
+        self.capacity = settings.capacities()
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
         # what a load manager keeps once per cluster, shared by its brokers (the Extensible manager's
         # system topics), keyed by its class name and made when a broker first runs it

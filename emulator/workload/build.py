@@ -28,6 +28,7 @@ from emulator.runtime import derive_seed
 
 from .errors import MISSING, ScenarioError
 from .initial import InitialPlan, plan_initial
+from .capacity_table import scenario_capacity
 from .latency_table import scenario_latencies
 from .load import WorkloadLoadSource
 from .loader import PLACEMENT_KEY, SHEDDER_KEY, check_strategies, strategy_keys, unknown_config_key
@@ -99,6 +100,7 @@ def cluster_settings(scenario: Scenario) -> ClusterSettings:
         topic_close_time=float(0.002 if c.topic_close_time is None else c.topic_close_time),
         sigterm_timeout=float(c.sigterm_timeout),
         latency=scenario_latencies(scenario),
+        capacity=scenario_capacity(scenario),
     )
     fields = {f.name for f in msgspec.structs.fields(ClusterSettings)}
     if "network_latency" in fields:

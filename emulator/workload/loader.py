@@ -36,6 +36,7 @@ from emulator.model.suggest import close_matches, did_you_mean
 
 from . import limits
 from .errors import MISSING, ScenarioError
+from .capacity_table import scenario_capacity
 from .latency_table import scenario_latencies
 from .schema import (
     AddBrokers,
@@ -360,6 +361,7 @@ class _Checker:
     def check_latency(self) -> None:
         """[latency] entries and the older keys they replace (latency_table.py)."""
         scenario_latencies(self.s, source=self.source)
+        scenario_capacity(self.s, source=self.source)
 
     def check_positive_durations(self) -> None:
         """Periods and lengths where 0 makes no sense: a 0 s report interval or jitter period would loop

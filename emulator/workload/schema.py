@@ -13,6 +13,8 @@
     [metadata_store]    latency            [network] latency
     [latency]           operation latencies by name: topic_load = "20ms" or { distribution = ... }
                         (latency_table.py; defaults and sources in emulator/cluster/latency.py)
+    [capacity.<part>]   shared capacities: metadata, bookkeeper, broker, client
+                        (capacity_table.py; defaults and sources in emulator/cluster/capacity_*.py)
     [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
@@ -750,6 +752,8 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     clients: ClientsSection = msgspec.field(default_factory=ClientsSection)
     latency: dict[str, Any] = {}
     """Operation latencies by name (checked by latency_table.py: constants or distributions)."""
+    capacity: dict[str, Any] = {}
+    """Shared capacities by part and key (checked by capacity_table.py), issue 27."""
     initial: InitialSection | None = None
     events: list[Event] = []
     expect: list[Expect] = []

@@ -1,0 +1,20 @@
+"""The bookies behind the managed ledgers: the `[capacity.bookkeeper]` table of a scenario (issue 27).
+
+Every field is one default with its source in its docstring; `unlimited()` is the cost-free version
+the cluster tests use (the behaviour before finite capacity).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["BookKeeperCapacity"]
+
+
+class BookKeeperCapacity(msgspec.Struct, frozen=True, kw_only=True):
+    """The bookies behind the managed ledgers. Seconds for times; counts for servers and limits (0: unlimited)."""
+
+    @classmethod
+    def unlimited(cls) -> "BookKeeperCapacity":
+        """No capacity limit anywhere in this part (the cost-free cluster)."""
+        return cls()

@@ -1,0 +1,20 @@
+"""A broker's executors and permits: the `[capacity.broker]` table of a scenario (issue 27).
+
+Every field is one default with its source in its docstring; `unlimited()` is the cost-free version
+the cluster tests use (the behaviour before finite capacity).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["BrokerCapacity"]
+
+
+class BrokerCapacity(msgspec.Struct, frozen=True, kw_only=True):
+    """A broker's executors and permits. Seconds for times; counts for servers and limits (0: unlimited)."""
+
+    @classmethod
+    def unlimited(cls) -> "BrokerCapacity":
+        """No capacity limit anywhere in this part (the cost-free cluster)."""
+        return cls()
