@@ -55,6 +55,7 @@ from .events import (
     SessionLost,
     SessionReestablished,
 )
+from .capacity import Capacity
 from .latency import Latencies, LatencySampler
 from .leader_election import LeaderBroker, LeaderElection
 from .load_manager import Capabilities, ClusterShared, LoadManager
@@ -101,6 +102,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         close_time_per_topic: float = 0.0,
         decoded: DecodeCache | None = None,
         latencies: Latencies | None = None,
+        capacity: Capacity | None = None,
         cluster_name: str = "cluster",
         load_manager_shared: dict[str, ClusterShared] | None = None,
     ) -> None:
@@ -123,6 +125,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self.latency = LatencySampler(
             latencies or Latencies.zero(bundle_close=close_time, topic_close=close_time_per_topic),
             system.seed, broker_id)
+        # the shared capacities (capacity.py); without them, unlimited (the cost-free cluster)
+        self.capacity = capacity or Capacity.unlimited()
         self.topic_loader = TopicLoader(self.call_later, functools.partial(self.latency, "topic_load"),
                                         lambda: self.conf.max_concurrent_topic_load_request)
         self.md = MetadataClient(self, store_name)

@@ -36,6 +36,7 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
 from .backoff import Backoff
 from .connection_pool import SERVICE, ConnectionPool
+from .capacity import Capacity
 from .latency import Latencies, LatencySampler
 from .messages import (
     Attach,
@@ -192,8 +193,10 @@ class _Lookup:
 class PulsarClient(Actor):
     def __init__(self, name: str, system: ActorSystem, *, network: Network, service_urls: list[str],
                  events: ClusterEvents, settings: ClientSettings | None = None,
-                 latencies: Latencies | None = None) -> None:
+                 latencies: Latencies | None = None, capacity: Capacity | None = None) -> None:
         super().__init__(name, system)
+        # the client's limits (capacity_client.py); without them, unlimited
+        self.capacity = capacity or Capacity.unlimited()
         # tcp_connect, lookup, producer_create, subscribe draws (latency.py); none: instantaneous
         self.latency = LatencySampler(latencies or Latencies.zero(), system.seed, name)
         if not service_urls:

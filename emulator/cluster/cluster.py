@@ -238,7 +238,8 @@ class Cluster:
             load_source=self.load_source, events=self.events,
             placement=self.settings.placement, shedder=self.settings.shedder, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
-            decoded=self.decoded, latencies=self.latencies, cluster_name=self.name,
+            decoded=self.decoded, latencies=self.latencies, capacity=self.capacity,
+            cluster_name=self.name,
             load_manager_shared=self.load_manager_shared,
         )
         self.brokers[broker_id] = broker
@@ -402,7 +403,8 @@ class Cluster:
             raise ValueError(f"client {name!r} already exists")
         urls = service_urls or [service_url_of(b) for b in self.live_brokers()]
         client = PulsarClient(name, self.system, network=self.network, service_urls=urls,
-                              events=self.events, settings=settings, latencies=self.latencies)
+                              events=self.events, settings=settings, latencies=self.latencies,
+                              capacity=self.capacity)
         self.clients[name] = client
         self.system.spawn(client)
         self.network.register_client(name, client)
