@@ -15,6 +15,8 @@ import msgspec.inspect as mi
 
 from pathlib import Path
 
+from emulator.cluster.capacity import CAPACITY_PARTS
+from emulator.model.durations import format_duration
 from emulator.workload import schema
 from emulator.workload.resources import ResourceModelConstants
 from emulator.workload.schema import Duration, Offset
@@ -40,6 +42,9 @@ def _docs(cls: type) -> dict[str, str]:
 
 
 def _type(t: mi.Type) -> str:
+    if isinstance(t, mi.Metadata):   # capacity_units: Seconds, Count, PerSecond, Ratio
+        unit = (t.extra or {}).get("unit")
+        return "duration" if unit == "seconds" else f"{_type(t.type)} ({unit})" if unit else _type(t.type)
     if isinstance(t, mi.CustomType):
         return "time" if issubclass(t.cls, Offset) else "duration" if issubclass(t.cls, Duration) else t.cls.__name__
     if isinstance(t, mi.UnionType) and all(isinstance(x, mi.StructType) for x in t.types):
@@ -69,6 +74,10 @@ def _default(field: mi.Field) -> str:
     if field.required:
         return "required"
     value = field.default if field.default is not mi.NODEFAULT else field.default_factory()
+    if isinstance(field.type, mi.Metadata) and (field.type.extra or {}).get("unit") == "seconds":
+        return f"`{format_duration(value)}`"
+    if isinstance(value, msgspec.Struct) and type(value).__struct_config__.tag_field == "distribution":
+        return f"`{msgspec.json.encode(value).decode()}`"
     if isinstance(value, msgspec.Struct):
         return "see below" if msgspec.structs.fields(value) else "{}"
     if isinstance(value, Duration):
@@ -113,6 +122,8 @@ def render() -> str:
     out += _table("`[metadata_store]`", schema.MetadataStoreSection)
     out += _table("`[network]`", schema.NetworkSection)
     out += _table("`[clients]`", schema.ClientsSection)
+    for part, cls in CAPACITY_PARTS.items():
+        out += _table(f"`[capacity.{part}]`", cls)
     out += _table("`[initial]`", schema.InitialSection)
     out += _table("`[[initial.namespaces]]`", schema.InitialNamespace)
     out += _table("`[[expect]]`", schema.Expect)

@@ -61,7 +61,8 @@ def test_the_scenario_key_reference_covers_every_section_of_the_file():
             continue
         name = field.encode_name
         assert f"`[{name}]`" in headings or f"`[[{name}]]`" in headings or (
-            name == "events" and 'event `do = "' in headings), name
+            name == "events" and 'event `do = "' in headings) or (
+            name == "capacity" and "`[capacity." in headings), name
 
 
 def test_every_exported_metric_is_in_the_metrics_page():
