@@ -35,7 +35,7 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
 from .backoff import Backoff
-from .connection_pool import SERVICE, ConnectionPool
+from .connection_pool import REJECTED, SEND, SERVICE, ConnectionPool, LookupPermits
 from .capacity import Capacity
 from .latency import Latencies, LatencySampler
 from .messages import (
@@ -58,7 +58,11 @@ from .network import Network
 class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     """ClientConfigurationData defaults that matter to load balancing."""
 
-    operation_timeout: float = 30.0          # operationTimeoutMs; also the lookup/creation deadline
+    operation_timeout: float = 30.0          # operationTimeoutMs: a request's answer (lookup, attach)
+    lookup_timeout: float | None = None
+    """lookupTimeoutMs (-1 in Pulsar: None here) = operationTimeoutMs: a producer's or consumer's creation
+    fails once a try fails past this since its creation (ProducerImpl/ConsumerImpl.lookupDeadline,
+    checked in connectionFailed)."""
     initial_backoff: float = 0.1             # initialBackoffIntervalNanos
     max_backoff: float = 60.0                # maxBackoffIntervalNanos
     max_lookup_redirects: int = 20           # maxLookupRedirects
@@ -177,7 +181,8 @@ def _transport_failure(error: BaseException, request: str) -> str:
 class _Lookup:
     """One lookup in flight: where it is in its redirects, and the handles waiting for it."""
 
-    __slots__ = ("topic", "rid", "record", "address", "authoritative", "redirects", "waiters")
+    __slots__ = ("topic", "rid", "record", "address", "authoritative", "redirects", "waiters",
+                 "broker", "cnx", "permits")
 
     def __init__(self, topic: str, rid: int, record: LookupRecord, address: str,
                  first: Handle) -> None:
@@ -188,6 +193,9 @@ class _Lookup:
         self.authoritative = False
         self.redirects = 0
         self.waiters = [first]
+        self.broker: Actor | None = None       # the hop under way: the broker asked,
+        self.cnx = ""                          # the connection (pool key) it goes over,
+        self.permits: LookupPermits | None = None   # and that connection's permits (None: unlimited)
 
 
 class PulsarClient(Actor):
@@ -208,10 +216,14 @@ class PulsarClient(Actor):
         self.stats = ClientStats()
         # its connections to brokers and to the service name (connection_pool.py)
         s = self.settings
+        limits = self.capacity.client
         self.pool = ConnectionPool(self.service_urls, self.rng, network=network, latency=self.latency,
                                    service=s.service_url == "service",
                                    max_rejected=s.max_rejected_per_connection,
-                                   rejected_reset=s.rejected_reset)
+                                   rejected_reset=s.rejected_reset,
+                                   concurrent_lookups=limits.concurrent_lookup_request,
+                                   max_lookups=limits.max_lookup_request,
+                                   on_dropped=self._lookups_dropped)
         self.handles: dict[int, Handle] = {}
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -226,6 +238,12 @@ class PulsarClient(Actor):
 
     async def on_start(self) -> None:
         self.network.register_client(self.name, self)
+
+    @property
+    def _lookup_timeout(self) -> float:
+        """ClientConfigurationData.getLookupTimeoutMs: lookupTimeoutMs if set, else operationTimeoutMs."""
+        t = self.settings.lookup_timeout
+        return self.settings.operation_timeout if t is None or t < 0 else t
 
     # ------------------------------------------------------------------ messages
 
@@ -262,7 +280,7 @@ class PulsarClient(Actor):
                 hid = next(self._ids)
                 backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000),
                                   mandatory_stop, self.rng)
-                h = Handle(hid, topic, kind, backoff, self.now + s.operation_timeout)
+                h = Handle(hid, topic, kind, backoff, self.now + self._lookup_timeout)
                 self.handles[hid] = h
                 ids.append(hid)
                 self.call_later(0.0, self._grab_cnx, h)   # BACKING_OFF for no time: the first grabCnx
@@ -368,7 +386,7 @@ class PulsarClient(Actor):
         if not h.created and self.now > h.deadline:
             h.phase = Phase.FAILED
             self.events.emit(HandleFailed(client=self.name, topic=h.topic, handle=h.id, reason=reason,
-                                          since=h.deadline - self.settings.operation_timeout))
+                                          since=h.deadline - self._lookup_timeout))
             return
         delay = h.backoff.next(self.system.clock.now_ms()) / 1000.0
         self._enter(h, Phase.BACKING_OFF)
@@ -459,28 +477,68 @@ class PulsarClient(Actor):
         except ActorDead:
             self._lookup_failed(lookup, "connection refused")
             return
-        # a round trip on the wire, the broker's handling (`lookup`), a connection if there is none
-        # (the first hop of a "service" client goes over its service-name connection)
+        # the first hop of a "service" client goes over its service-name connection
         cnx = SERVICE + broker.name if self._over_service(lookup) else broker.name
-        delay = 2 * self.network.latency + self.pool.connect_time(cnx) + self.latency("lookup")
+        lookup.broker, lookup.cnx = broker, cnx
+        # ClientCnx.newLookup: a permit of the connection, or its waiting queue, or TooManyRequests
+        verdict, lookup.permits = self.pool.acquire_lookup(cnx, lookup)
+        if verdict == SEND:
+            self._lookup_go(lookup)
+        elif verdict == REJECTED:
+            self._lookup_failed(lookup, "TooManyRequests: Requests number out of config: There are "
+                                        f"{self.pool.max_waiting} requests pending")
+
+    def _lookup_go(self, lookup: _Lookup) -> None:
+        """Send the hop: a round trip on the wire, the broker's handling (`lookup`), a connection if
+        there is none."""
+        delay = 2 * self.network.latency + self.pool.connect_time(lookup.cnx) + self.latency("lookup")
         if delay > 0:
-            self.call_later(delay, self._lookup_ask, lookup, broker)
+            self.call_later(delay, self._lookup_ask, lookup, lookup.broker)
         else:
-            self._lookup_ask(lookup, broker)
+            self._lookup_ask(lookup, lookup.broker)
 
     def _lookup_ask(self, lookup: _Lookup, broker: Actor) -> None:
         try:
-            broker.ask_then(LookupTopic(lookup.topic, lookup.authoritative, lookup.rid),
+            broker.ask_then(LookupTopic(lookup.topic, lookup.authoritative, lookup.rid,
+                                        f"{self.name}/{lookup.cnx}"),
                             self._on_lookup_response, lookup, broker, asker=self,
                             timeout=self.settings.operation_timeout)
         except ActorDead:
+            self._release_permit(lookup)
             self._lookup_failed(lookup, "connection refused")
+
+    def _release_permit(self, lookup: _Lookup) -> None:
+        """ClientCnx.getAndRemovePendingLookupRequest: the answered hop's permit goes to the next
+        lookup waiting on its connection (sent now), or back."""
+        permits, lookup.permits = lookup.permits, None
+        if permits is not None:
+            following = permits.release()
+            if following is not None:
+                self._lookup_go(following)
+
+    def _lookups_dropped(self, lookups: list[_Lookup]) -> None:
+        """ClientCnx.channelInactive: the lookups waiting in a closed connection fail."""
+        for lookup in lookups:
+            lookup.permits = None
+            self._lookup_failed(lookup, "Disconnected from server")
 
     def _on_lookup_response(self, lookup: _Lookup, broker: Actor, resp: LookupTopicResponse | None,
                             error: BaseException | None) -> None:
         if error is not None:
-            self._lookup_failed(lookup, _transport_failure(error, "lookup"))
+            reason = _transport_failure(error, "lookup")
+            if isinstance(error, AskTimeout):
+                # checkRequestTimeout: the permit is not given back (see LookupPermits), and a
+                # timed-out lookup counts as a rejected request (PR #11688)
+                if lookup.permits is not None:
+                    lookup.permits.leaked += 1
+                    lookup.permits = None
+                if self.pool.rejected(lookup.cnx, self.now):
+                    self._close(broker.name, lookup.cnx.startswith(SERVICE), "lookup timeouts")
+            else:
+                self._release_permit(lookup)
+            self._lookup_failed(lookup, reason)
             return
+        self._release_permit(lookup)
         assert resp is not None
         lookup.record.hops.append((broker.name, lookup.authoritative, resp.response.value))
         if resp.response is LookupType.CONNECT:
