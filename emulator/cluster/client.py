@@ -6,13 +6,19 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
   carries, at most `max_lookup_redirects` (20) times; Connect ends it; Failed fails it (no retry inside the
   lookup); concurrent lookups of one topic share one (BinaryProtoLookupService.lookupInProgress);
 * a producer/consumer then attaches to the answered broker; any failure re-runs the whole lookup after
-  `backoff.next()` (100 ms doubling to 60 s, up to 10 % less at random); creation gives up after the
-  operation timeout (30 s); once created a handle retries forever;
+  `backoff.next()` (100 ms doubling to 60 s, up to 10 % less at random; a producer's first backoffs
+  stop short of sendTimeout - 100 ms in all, the mandatory stop); creation gives up after
+  lookupTimeoutMs (= operationTimeoutMs, 30 s); once created a handle retries forever. While a
+  producer reconnects its sends wait in its pending queue and fail by sendTimeout: the client
+  emits HandleDisconnected / HandleReconnected and emulator/observe/publish.py counts them;
 * ServiceNotReady in a lookup answer closes the connection it came over (ClientCnx.checkServerError):
   a broker's own connection, so every handle attached there reconnects, or, for a "service" client's
-  first hop, its pooled connection to the service name only; TooManyRequests closes it after 50
-  rejections within 60 s. An attach error (CommandError) fails that attach and closes nothing
-  (ClientCnx.handleError);
+  first hop, its pooled connection to the service name only; TooManyRequests, or a lookup that timed
+  out (PR #11688), closes it at the 51st within 60 s. An attach error (CommandError) fails that attach
+  and closes nothing (ClientCnx.handleError);
+* each connection sends at most `concurrentLookupRequest` lookups at once; more wait in it, up to
+  `maxLookupRequest` in all, beyond which a lookup fails in the client with TooManyRequests
+  (ClientCnx.newLookup; `ClientCapacity`, connection_pool.py's LookupPermits);
 * a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
 
 Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of
