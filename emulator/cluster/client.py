@@ -6,19 +6,17 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
   carries, at most `max_lookup_redirects` (20) times; Connect ends it; Failed fails it (no retry inside the
   lookup); concurrent lookups of one topic share one (BinaryProtoLookupService.lookupInProgress);
 * a producer/consumer then attaches to the answered broker; any failure re-runs the whole lookup after
-  `backoff.next()` (100 ms doubling to 60 s, up to 10 % less at random; a producer's first backoffs
-  stop short of sendTimeout - 100 ms in all, the mandatory stop); creation gives up after
-  lookupTimeoutMs (= operationTimeoutMs, 30 s); once created a handle retries forever. While a
-  producer reconnects its sends wait in its pending queue and fail by sendTimeout: the client
-  emits HandleDisconnected / HandleReconnected and emulator/observe/publish.py counts them;
+  `backoff.next()` (100 ms doubling to 60 s, 10 % jitter, a producer's mandatory stop at sendTimeout
+  - 100 ms); creation gives up after lookupTimeoutMs (= operationTimeoutMs, 30 s), a created handle
+  retries forever. Sends during a reconnect (HandleDisconnected..HandleReconnected) wait in the
+  pending queue and fail by sendTimeout: emulator/observe/publish.py counts them;
 * ServiceNotReady in a lookup answer closes the connection it came over (ClientCnx.checkServerError):
   a broker's own connection, so every handle attached there reconnects, or, for a "service" client's
   first hop, its pooled connection to the service name only; TooManyRequests, or a lookup that timed
   out (PR #11688), closes it at the 51st within 60 s. An attach error (CommandError) fails that attach
   and closes nothing (ClientCnx.handleError);
-* each connection sends at most `concurrentLookupRequest` lookups at once; more wait in it, up to
-  `maxLookupRequest` in all, beyond which a lookup fails in the client with TooManyRequests
-  (ClientCnx.newLookup; `ClientCapacity`, connection_pool.py's LookupPermits);
+* a connection sends `concurrentLookupRequest` lookups at once, queues more up to `maxLookupRequest`,
+  fails the rest in the client with TooManyRequests (ClientCnx.newLookup; connection_pool.py);
 * a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
 
 Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of
@@ -65,10 +63,7 @@ class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     """ClientConfigurationData defaults that matter to load balancing."""
 
     operation_timeout: float = 30.0          # operationTimeoutMs: a request's answer (lookup, attach)
-    lookup_timeout: float | None = None
-    """lookupTimeoutMs (-1 in Pulsar: None here) = operationTimeoutMs: a producer's or consumer's creation
-    fails once a try fails past this since its creation (ProducerImpl/ConsumerImpl.lookupDeadline,
-    checked in connectionFailed)."""
+    lookup_timeout: float | None = None      # lookupTimeoutMs (-1: None) = operationTimeoutMs: creation deadline
     initial_backoff: float = 0.1             # initialBackoffIntervalNanos
     max_backoff: float = 60.0                # maxBackoffIntervalNanos
     max_lookup_redirects: int = 20           # maxLookupRedirects
@@ -199,9 +194,10 @@ class _Lookup:
         self.authoritative = False
         self.redirects = 0
         self.waiters = [first]
-        self.broker: Actor | None = None       # the hop under way: the broker asked,
-        self.cnx = ""                          # the connection (pool key) it goes over,
-        self.permits: LookupPermits | None = None   # and that connection's permits (None: unlimited)
+        # the hop under way: the broker asked, the connection (pool key), its permits (None: unlimited)
+        self.broker: Actor | None = None
+        self.cnx = ""
+        self.permits: LookupPermits | None = None
 
 
 class PulsarClient(Actor):
@@ -246,8 +242,7 @@ class PulsarClient(Actor):
         self.network.register_client(self.name, self)
 
     @property
-    def _lookup_timeout(self) -> float:
-        """ClientConfigurationData.getLookupTimeoutMs: lookupTimeoutMs if set, else operationTimeoutMs."""
+    def _lookup_timeout(self) -> float:   # ClientConfigurationData.getLookupTimeoutMs
         t = self.settings.lookup_timeout
         return self.settings.operation_timeout if t is None or t < 0 else t
 
@@ -495,8 +490,7 @@ class PulsarClient(Actor):
                                         f"{self.pool.max_waiting} requests pending")
 
     def _lookup_go(self, lookup: _Lookup) -> None:
-        """Send the hop: a round trip on the wire, the broker's handling (`lookup`), a connection if
-        there is none."""
+        """Send the hop: a round trip, the broker's handling (`lookup`), a connection if none."""
         delay = 2 * self.network.latency + self.pool.connect_time(lookup.cnx) + self.latency("lookup")
         if delay > 0:
             self.call_later(delay, self._lookup_ask, lookup, lookup.broker)
@@ -514,8 +508,7 @@ class PulsarClient(Actor):
             self._lookup_failed(lookup, "connection refused")
 
     def _release_permit(self, lookup: _Lookup) -> None:
-        """ClientCnx.getAndRemovePendingLookupRequest: the answered hop's permit goes to the next
-        lookup waiting on its connection (sent now), or back."""
+        """getAndRemovePendingLookupRequest: the permit goes to the next waiting lookup, or back."""
         permits, lookup.permits = lookup.permits, None
         if permits is not None:
             following = permits.release()
