@@ -299,6 +299,9 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         took = self.latency("admin_call")
         if took > 0:
             await anyio.sleep(took)
+        dispatched = self.executors.admin(self.now)   # a Jetty thread (broker_executors.py)
+        if dispatched is not None and dispatched > self.now:
+            await anyio.sleep(dispatched - self.now)
         try:
             detail = await op(*args, **kwargs)
         except AdminError as e:

@@ -6,13 +6,17 @@ Follows pulsar-protocol.md §1.5 and §7 (client part):
   carries, at most `max_lookup_redirects` (20) times; Connect ends it; Failed fails it (no retry inside the
   lookup); concurrent lookups of one topic share one (BinaryProtoLookupService.lookupInProgress);
 * a producer/consumer then attaches to the answered broker; any failure re-runs the whole lookup after
-  `backoff.next()` (100 ms doubling to 60 s, up to 10 % less at random); creation gives up after the
-  operation timeout (30 s); once created a handle retries forever;
+  `backoff.next()` (100 ms doubling to 60 s, 10 % jitter, a producer's mandatory stop at sendTimeout
+  - 100 ms); creation gives up after lookupTimeoutMs (= operationTimeoutMs, 30 s), a created handle
+  retries forever. Sends during a reconnect (HandleDisconnected..HandleReconnected) wait in the
+  pending queue and fail by sendTimeout: emulator/observe/publish.py counts them;
 * ServiceNotReady in a lookup answer closes the connection it came over (ClientCnx.checkServerError):
   a broker's own connection, so every handle attached there reconnects, or, for a "service" client's
-  first hop, its pooled connection to the service name only; TooManyRequests closes it after 50
-  rejections within 60 s. An attach error (CommandError) fails that attach and closes nothing
-  (ClientCnx.handleError);
+  first hop, its pooled connection to the service name only; TooManyRequests, or a lookup that timed
+  out (PR #11688), closes it at the 51st within 60 s. An attach error (CommandError) fails that attach
+  and closes nothing (ClientCnx.handleError);
+* a connection sends `concurrentLookupRequest` lookups at once, queues more up to `maxLookupRequest`,
+  fails the rest in the client with TooManyRequests (ClientCnx.newLookup; connection_pool.py);
 * a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
 
 Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of
@@ -35,7 +39,7 @@ from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
 from .backoff import Backoff
-from .connection_pool import SERVICE, ConnectionPool
+from .connection_pool import REJECTED, SEND, SERVICE, ConnectionPool, LookupPermits
 from .capacity import Capacity
 from .latency import Latencies, LatencySampler
 from .messages import (
@@ -58,7 +62,8 @@ from .network import Network
 class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     """ClientConfigurationData defaults that matter to load balancing."""
 
-    operation_timeout: float = 30.0          # operationTimeoutMs; also the lookup/creation deadline
+    operation_timeout: float = 30.0          # operationTimeoutMs: a request's answer (lookup, attach)
+    lookup_timeout: float | None = None      # lookupTimeoutMs (-1: None) = operationTimeoutMs: creation deadline
     initial_backoff: float = 0.1             # initialBackoffIntervalNanos
     max_backoff: float = 60.0                # maxBackoffIntervalNanos
     max_lookup_redirects: int = 20           # maxLookupRedirects
@@ -177,7 +182,8 @@ def _transport_failure(error: BaseException, request: str) -> str:
 class _Lookup:
     """One lookup in flight: where it is in its redirects, and the handles waiting for it."""
 
-    __slots__ = ("topic", "rid", "record", "address", "authoritative", "redirects", "waiters")
+    __slots__ = ("topic", "rid", "record", "address", "authoritative", "redirects", "waiters",
+                 "broker", "cnx", "permits")
 
     def __init__(self, topic: str, rid: int, record: LookupRecord, address: str,
                  first: Handle) -> None:
@@ -188,6 +194,10 @@ class _Lookup:
         self.authoritative = False
         self.redirects = 0
         self.waiters = [first]
+        # the hop under way: the broker asked, the connection (pool key), its permits (None: unlimited)
+        self.broker: Actor | None = None
+        self.cnx = ""
+        self.permits: LookupPermits | None = None
 
 
 class PulsarClient(Actor):
@@ -208,10 +218,14 @@ class PulsarClient(Actor):
         self.stats = ClientStats()
         # its connections to brokers and to the service name (connection_pool.py)
         s = self.settings
+        limits = self.capacity.client
         self.pool = ConnectionPool(self.service_urls, self.rng, network=network, latency=self.latency,
                                    service=s.service_url == "service",
                                    max_rejected=s.max_rejected_per_connection,
-                                   rejected_reset=s.rejected_reset)
+                                   rejected_reset=s.rejected_reset,
+                                   concurrent_lookups=limits.concurrent_lookup_request,
+                                   max_lookups=limits.max_lookup_request,
+                                   on_dropped=self._lookups_dropped)
         self.handles: dict[int, Handle] = {}
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -226,6 +240,11 @@ class PulsarClient(Actor):
 
     async def on_start(self) -> None:
         self.network.register_client(self.name, self)
+
+    @property
+    def _lookup_timeout(self) -> float:   # ClientConfigurationData.getLookupTimeoutMs
+        t = self.settings.lookup_timeout
+        return self.settings.operation_timeout if t is None or t < 0 else t
 
     # ------------------------------------------------------------------ messages
 
@@ -262,7 +281,7 @@ class PulsarClient(Actor):
                 hid = next(self._ids)
                 backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000),
                                   mandatory_stop, self.rng)
-                h = Handle(hid, topic, kind, backoff, self.now + s.operation_timeout)
+                h = Handle(hid, topic, kind, backoff, self.now + self._lookup_timeout)
                 self.handles[hid] = h
                 ids.append(hid)
                 self.call_later(0.0, self._grab_cnx, h)   # BACKING_OFF for no time: the first grabCnx
@@ -368,7 +387,7 @@ class PulsarClient(Actor):
         if not h.created and self.now > h.deadline:
             h.phase = Phase.FAILED
             self.events.emit(HandleFailed(client=self.name, topic=h.topic, handle=h.id, reason=reason,
-                                          since=h.deadline - self.settings.operation_timeout))
+                                          since=h.deadline - self._lookup_timeout))
             return
         delay = h.backoff.next(self.system.clock.now_ms()) / 1000.0
         self._enter(h, Phase.BACKING_OFF)
@@ -459,28 +478,66 @@ class PulsarClient(Actor):
         except ActorDead:
             self._lookup_failed(lookup, "connection refused")
             return
-        # a round trip on the wire, the broker's handling (`lookup`), a connection if there is none
-        # (the first hop of a "service" client goes over its service-name connection)
+        # the first hop of a "service" client goes over its service-name connection
         cnx = SERVICE + broker.name if self._over_service(lookup) else broker.name
-        delay = 2 * self.network.latency + self.pool.connect_time(cnx) + self.latency("lookup")
+        lookup.broker, lookup.cnx = broker, cnx
+        # ClientCnx.newLookup: a permit of the connection, or its waiting queue, or TooManyRequests
+        verdict, lookup.permits = self.pool.acquire_lookup(cnx, lookup)
+        if verdict == SEND:
+            self._lookup_go(lookup)
+        elif verdict == REJECTED:
+            self._lookup_failed(lookup, "TooManyRequests: Requests number out of config: There are "
+                                        f"{self.pool.max_waiting} requests pending")
+
+    def _lookup_go(self, lookup: _Lookup) -> None:
+        """Send the hop: a round trip, the broker's handling (`lookup`), a connection if none."""
+        delay = 2 * self.network.latency + self.pool.connect_time(lookup.cnx) + self.latency("lookup")
         if delay > 0:
-            self.call_later(delay, self._lookup_ask, lookup, broker)
+            self.call_later(delay, self._lookup_ask, lookup, lookup.broker)
         else:
-            self._lookup_ask(lookup, broker)
+            self._lookup_ask(lookup, lookup.broker)
 
     def _lookup_ask(self, lookup: _Lookup, broker: Actor) -> None:
         try:
-            broker.ask_then(LookupTopic(lookup.topic, lookup.authoritative, lookup.rid),
+            broker.ask_then(LookupTopic(lookup.topic, lookup.authoritative, lookup.rid,
+                                        f"{self.name}/{lookup.cnx}"),
                             self._on_lookup_response, lookup, broker, asker=self,
                             timeout=self.settings.operation_timeout)
         except ActorDead:
+            self._release_permit(lookup)
             self._lookup_failed(lookup, "connection refused")
+
+    def _release_permit(self, lookup: _Lookup) -> None:
+        """getAndRemovePendingLookupRequest: the permit goes to the next waiting lookup, or back."""
+        permits, lookup.permits = lookup.permits, None
+        if permits is not None:
+            following = permits.release()
+            if following is not None:
+                self._lookup_go(following)
+
+    def _lookups_dropped(self, lookups: list[_Lookup]) -> None:
+        """ClientCnx.channelInactive: the lookups waiting in a closed connection fail."""
+        for lookup in lookups:
+            lookup.permits = None
+            self._lookup_failed(lookup, "Disconnected from server")
 
     def _on_lookup_response(self, lookup: _Lookup, broker: Actor, resp: LookupTopicResponse | None,
                             error: BaseException | None) -> None:
         if error is not None:
-            self._lookup_failed(lookup, _transport_failure(error, "lookup"))
+            reason = _transport_failure(error, "lookup")
+            if isinstance(error, AskTimeout):
+                # checkRequestTimeout: the permit is not given back (see LookupPermits), and a
+                # timed-out lookup counts as a rejected request (PR #11688)
+                if lookup.permits is not None:
+                    lookup.permits.leaked += 1
+                    lookup.permits = None
+                if self.pool.rejected(lookup.cnx, self.now):
+                    self._close(broker.name, lookup.cnx.startswith(SERVICE), "lookup timeouts")
+            else:
+                self._release_permit(lookup)
+            self._lookup_failed(lookup, reason)
             return
+        self._release_permit(lookup)
         assert resp is not None
         lookup.record.hops.append((broker.name, lookup.authoritative, resp.response.value))
         if resp.response is LookupType.CONNECT:

@@ -49,6 +49,9 @@ class LookupTopic(msgspec.Struct, frozen=True):
     topic: str
     authoritative: bool = False
     request_id: int = 0
+    client: str = ""
+    """The connection it came over (the client's name and pool key): the broker serves each
+    connection on one netty I/O thread (broker_executors.py)."""
 
 
 class LookupTopicResponse(msgspec.Struct, frozen=True):

@@ -14,7 +14,9 @@ Follows pulsar-protocol.md §1.2 ("Net behaviour") for the current (3.x) code:
 
 Concurrent lookups of one bundle with the same authoritative flag share one resolution
 (findingBundlesAuthoritative / NotAuthoritative). `maxConcurrentLookupRequest` pending lookups at most,
-beyond which the answer is Failed/TooManyRequests at once. Ownership is read from the store on every
+beyond which the answer is Failed/TooManyRequests at once. A lookup first waits for the netty I/O
+thread of its connection and a placement decision for the broker's assignment lock
+(broker_executors.py; no wait in the cost-free cluster). Ownership is read from the store on every
 lookup (no cache of other brokers' ownership nodes), which is what Pulsar's metadata cache converges to;
 heartbeat/SLA namespaces are not emulated.
 
@@ -26,13 +28,17 @@ A part of the broker actor (broker_base.py); the load manager is reached only th
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import anyio
 import msgspec
 
 from emulator.model.bundles import parse_topic
 from emulator.runtime import ActorDead, AskTimeout, Reply
+from emulator.runtime.rng import derive_rng
 
 from . import paths
+from .broker_executors import BrokerExecutors
 from .messages import LookupFailure, LookupTopic, LookupTopicResponse, LookupType, ServerError
 from .metadata_client import MetadataStoreError
 from .network import service_url_of
@@ -64,8 +70,20 @@ class NamespaceService(OwnershipCache):
     def _init_namespace_service(self) -> None:
         self._finding = {}
         self._responses = {}
+        # the threads a lookup storm queues on (broker_executors.py); cost-free without a capacity
+        self.executors = BrokerExecutors(self.broker_id, self.capacity.broker, self.conf,
+                                         derive_rng(self.system.seed, self.broker_id + "/executors"))
 
     def _on_lookup(self, msg: LookupTopic, reply: Reply) -> None:
+        """CommandLookupTopic arrives: it waits for the I/O thread of its connection, which then
+        runs ServerCnx.handleLookup (`_handle_lookup`); the lookup semaphore is taken there."""
+        done = self.executors.lookup(self.now, msg.client)
+        if done is not None and done > self.now:
+            self.call_later(done - self.now, self._handle_lookup, msg, reply)
+        else:
+            self._handle_lookup(msg, reply)
+
+    def _handle_lookup(self, msg: LookupTopic, reply: Reply) -> None:
         """Lookups are answered from memory or by their bundle's resolution.
 
         As Pulsar's handler runs on its I/O thread up to the first asynchronous step, a lookup whose
@@ -241,7 +259,7 @@ class NamespaceService(OwnershipCache):
                 # Pulsar logs this at WARN per lookup; at info here, or a leader drain floods stderr
                 self.log.info("leader not active, deciding locally", bundle=bundle, leader=leader)
             if decide_here:
-                candidate = await lm.get_least_loaded(bundle, non_persistent)
+                candidate = await self._assign(lm, bundle, non_persistent)
                 if candidate is None:
                     raise LookupFailure(
                         ServerError.SERVICE_NOT_READY, f"No broker was available to own {bundle}"
@@ -261,3 +279,18 @@ class NamespaceService(OwnershipCache):
                 f"NotFound: {paths.broker_path(candidate)}",
             )
         return _Result(candidate, redirect=True, authoritative=authoritative_redirect)
+
+    async def _assign(self, lm: Any, bundle: str, non_persistent: bool) -> str | None:
+        """The load manager's choice, one at a time per broker (selectBrokerForAssignment holds
+        `synchronized (brokerCandidateCache)`): wait for the lock, decide on the state of that
+        instant, then hold it for the decision's CPU (broker_executors.py)."""
+        slot = self.executors.assign(self.now)
+        if slot is None:
+            return await lm.get_least_loaded(bundle, non_persistent)
+        start, finish = slot
+        if start > self.now:
+            await anyio.sleep(start - self.now)
+        candidate = await lm.get_least_loaded(bundle, non_persistent)
+        if finish > self.now:
+            await anyio.sleep(finish - self.now)
+        return candidate

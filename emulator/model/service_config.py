@@ -308,6 +308,12 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     max_concurrent_topic_load_request: Annotated[int, Setting(
         "maxConcurrentTopicLoadRequest", dynamic=True, bound="positive",
         doc="the broker's topic-load semaphore")] = 5000
+    num_io_threads: Annotated[int, Setting(
+        "numIOThreads", doc="netty I/O threads of the binary protocol (ServerCnx); 0 = Netty's default, "
+        "2 x Runtime.availableProcessors(), as Pulsar's own default")] = 0
+    num_http_server_threads: Annotated[int, Setting(
+        "numHttpServerThreads", doc="Jetty threads of the web service (admin REST calls); 0 = Pulsar's "
+        "default, max(8, 2 x Runtime.availableProcessors())")] = 0
     broker_shutdown_timeout_ms: Annotated[int, Setting(
         "brokerShutdownTimeoutMs", dynamic=True, long=True, doc="graceful shutdown's time limit")] = 60000
     metadata_store_session_timeout_millis: Annotated[int, Setting(

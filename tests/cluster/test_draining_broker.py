@@ -197,8 +197,9 @@ async def test_a_draining_broker_takes_no_new_connection_but_serves_the_ones_it_
 
 @pytest.mark.asyncio
 async def test_rejections_on_the_service_connection_close_that_connection_only():
-    """checkServerError's TooManyRequests count (50 within 60 s) runs per connection: on the
-    service-name connection it closes that one, not the producers' connection to the same broker."""
+    """checkServerError's TooManyRequests count (the 51st within 60 s: getAndIncrement() >= 50) runs
+    per connection: on the service-name connection it closes that one, not the producers' connection
+    to the same broker."""
     settings = ClientSettings(service_url="service")
     async with emulated_cluster(3, seed=6, namespaces={NS: 8}) as cluster:
         await cluster.wait_for_leader()
@@ -206,7 +207,7 @@ async def test_rejections_on_the_service_connection_close_that_connection_only()
         service_broker = client.pool.service_connection()
         attached = sum(1 for h in client.handles.values() if h.broker_id == service_broker)
         assert attached > 0
-        for _ in range(client.settings.max_rejected_per_connection - 1):
+        for _ in range(client.settings.max_rejected_per_connection):
             client._on_server_error(service_broker, ServerError.TOO_MANY_REQUESTS, service=True)
         assert client.pool.service_broker == service_broker
         client._on_server_error(service_broker, ServerError.TOO_MANY_REQUESTS, service=True)
