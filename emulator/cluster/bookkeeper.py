@@ -33,6 +33,7 @@ from typing import Callable
 
 import msgspec
 
+from emulator.model.publish_latency import journal_wait
 from emulator.runtime.rng import derive_rng
 
 from .capacity_bookkeeper import BookKeeperCapacity
@@ -130,9 +131,7 @@ class Bookies:
         c = self.capacity
         if not self.queues or c.write_throughput <= 0:
             return 0.0
-        rho = self.utilisation(now)
-        service = entry_bytes / c.write_throughput
-        return rho * service / (2.0 * (1.0 - rho))
+        return journal_wait(self.utilisation(now), entry_bytes / c.write_throughput)
 
     # ------------------------------------------------------------------ ledgers and fencing
 

@@ -27,7 +27,7 @@ With `[capacity.bookkeeper] bookies = 0` (unlimited: the cluster tests) none of 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Hashable
+from typing import Any, Callable, Hashable
 
 from emulator.runtime import ActorDead
 
@@ -35,8 +35,7 @@ from .bookkeeper import Bookies, LedgerFenced
 from .metadata_messages import Get, Set
 from .topic_loader import TopicLoader
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .broker import Broker
+Broker = Any   # the broker actor (broker.py imports this module: not imported back, no cycle)
 
 __all__ = ["ManagedLedgerOpen", "ledger_path", "managed_ledger_path", "on_ledger_fenced", "topic_loader"]
 
@@ -57,7 +56,7 @@ def ledger_path(topic: str) -> str:
     return "/ledgers" + managed_ledger_path(topic)[len("/managed-ledgers"):]
 
 
-def topic_loader(broker: "Broker", bookies: Bookies) -> TopicLoader:
+def topic_loader(broker: Broker, bookies: Bookies) -> TopicLoader:
     """The broker's TopicLoader: with bookies modelled, each load is a `ManagedLedgerOpen`; without,
     one `topic_load` draw, then the fencing of a ledger another broker left open."""
     limit: Callable[[], int] = lambda: broker.conf.max_concurrent_topic_load_request  # noqa: E731
@@ -70,13 +69,13 @@ def topic_loader(broker: "Broker", bookies: Bookies) -> TopicLoader:
                        opener=ManagedLedgerOpen(broker, bookies).open)
 
 
-def fence_and_create(broker: "Broker", bookies: Bookies, topic: str) -> None:
+def fence_and_create(broker: Broker, bookies: Bookies, topic: str) -> None:
     """The open's fence and new ledger at one instant (no bookie modelled)."""
     _tell_fenced(broker, bookies.fence(topic, broker.broker_id), topic)
     bookies.created(topic, broker.broker_id)
 
 
-def _tell_fenced(broker: "Broker", previous: str | None, topic: str) -> None:
+def _tell_fenced(broker: Broker, previous: str | None, topic: str) -> None:
     if previous is None:
         return
     try:
@@ -91,7 +90,7 @@ class ManagedLedgerOpen:
 
     __slots__ = ("broker", "bookies")
 
-    def __init__(self, broker: "Broker", bookies: Bookies) -> None:
+    def __init__(self, broker: Broker, bookies: Bookies) -> None:
         self.broker = broker
         self.bookies = bookies
 
@@ -160,7 +159,7 @@ class ManagedLedgerOpen:
             self.bookies.metadata_errors += 1
 
 
-def on_ledger_fenced(broker: "Broker", msg: LedgerFenced) -> None:
+def on_ledger_fenced(broker: Broker, msg: LedgerFenced) -> None:
     """The broker learns its ledger of `msg.topic` was fenced (its next add failed): PersistentTopic
     .addFailed -> close(): every producer and consumer of the topic is disconnected and the topic is
     gone from this broker; the next attach here loads it again (and fences the other writer: with two
@@ -176,7 +175,7 @@ def on_ledger_fenced(broker: "Broker", msg: LedgerFenced) -> None:
     bookies.fenced_handles += owner.fence_topic(msg.topic)
 
 
-def _owner_of(broker: "Broker", topic: str) -> Any:
+def _owner_of(broker: Broker, topic: str) -> Any:
     from emulator.model.bundles import parse_topic
 
     name, namespace = parse_topic(topic)
