@@ -30,7 +30,6 @@ its leader-only work from the store (modular_wrapper.py, noop_load_manager.py).
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import Any
 
 import anyio
@@ -40,8 +39,10 @@ from emulator.model.config import ServiceConfig
 from emulator.model.loaddata import LocalBrokerData, default_advertised_listeners
 from emulator.runtime import ActorSystem, Reply, sleep
 
+from . import bookkeeper_open
 from . import load_manager as load_managers
 from . import paths
+from .bookkeeper import Bookies, LedgerFenced
 from .broker_base import BrokerStats
 from .decoded import DecodeCache
 from .events import (
@@ -105,6 +106,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         capacity: Capacity | None = None,
         cluster_name: str = "cluster",
         load_manager_shared: dict[str, ClusterShared] | None = None,
+        bookies: Bookies | None = None,
     ) -> None:
         super().__init__(broker_id, system)
         # shared with the cluster's other brokers: what they decode, they only read
@@ -127,8 +129,9 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             system.seed, broker_id)
         # the shared capacities (capacity.py); without them, unlimited (the cost-free cluster)
         self.capacity = capacity or Capacity.unlimited()
-        self.topic_loader = TopicLoader(self.call_later, functools.partial(self.latency, "topic_load"),
-                                        lambda: self.conf.max_concurrent_topic_load_request)
+        # the cluster's bookies (bookkeeper.py); a broker made alone gets its own
+        self.bookies = bookies or Bookies(self.capacity.bookkeeper, system.seed)
+        self.topic_loader: TopicLoader = bookkeeper_open.topic_loader(self, self.bookies)
         self.md = MetadataClient(self, store_name)
         self.cluster_name = cluster_name
         # what a load manager keeps once per cluster (load_manager.ClusterShared), shared by its brokers
@@ -286,6 +289,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
                 self.start_soon(self._admin, channel.assign_stated, (msg.bundle, self.broker_id), {}, reply)
             else:
                 self.start_soon(self._admin, self._acquire_stated, (msg.bundle,), {}, reply)
+        elif kind is LedgerFenced:
+            bookkeeper_open.on_ledger_fenced(self, msg)
         elif kind is WarmStart:
             self.start_soon(self._admin, self.warm_start, (), {}, reply)
         else:

@@ -18,6 +18,7 @@ from .load_source import TopicLoad, TopicTable
 from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind, TopicFenced
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .bookkeeper import Bookies
     from .latency import LatencySampler
     from .network import Network
 
@@ -26,7 +27,7 @@ class BundleOwner(Actor):
     def __init__(self, name: str, system: ActorSystem, *, bundle: str, broker_id: str,
                  network: "Network | None" = None, close_time: float = 0.0,
                  close_time_per_topic: float = 0.0,
-                 latency: "LatencySampler | None" = None) -> None:
+                 latency: "LatencySampler | None" = None, bookies: "Bookies | None" = None) -> None:
         super().__init__(name, system)
         self.bundle = bundle
         self.broker_id = broker_id
@@ -34,6 +35,7 @@ class BundleOwner(Actor):
         self.close_time = close_time
         self.close_time_per_topic = close_time_per_topic
         self.latency = latency   # when given, bundle_close / topic_close draws replace the two above
+        self.bookies = bookies   # the cluster's bookies: a closed topic closes its ledger there
         # versioned: every change below bumps topics.version (the load source caches per version)
         self.topics = TopicTable()
         # (client, handle id) per topic, so a duplicate attach after a reconnect is idempotent
@@ -116,9 +118,28 @@ class BundleOwner(Actor):
 
             await anyio.sleep(delay)
         if not closed:
+            bookies = self.bookies
+            if bookies is not None:   # ManagedLedgerImpl.asyncClose: the ledger is CLOSED, no recovery due
+                for topic in self.topics:
+                    bookies.closed(topic, self.broker_id)
             self.topics.clear()
             self.topics.version += 1
         return n
+
+    def fence_topic(self, topic: str) -> int:
+        """PersistentTopic.addFailed(ManagedLedgerFencedException) -> close(): another broker's open
+        fenced this topic's ledger. Every producer and consumer of the topic is told CloseHandle (they
+        reconnect after a backoff and resend what is pending) and the topic leaves this broker at once
+        (its ledger is not closed: the fencer recovers it). Returns the handles disconnected."""
+        handles = self._handles.pop(topic, set())
+        network = self.network
+        for client, hid, kind in sorted(handles):
+            actor = network.client(client) if network is not None else None
+            if actor is not None:
+                actor.tell(CloseHandle(topic, hid, kind))
+        if self.topics.pop(topic, None) is not None:
+            self.topics.version += 1
+        return len(handles)
 
     def hand_over(self, child: "BundleOwner", contains: Any) -> None:
         """Split: topics whose hash falls in the child's range move to it, with their producers and

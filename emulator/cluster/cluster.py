@@ -26,6 +26,7 @@ from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
 from .dynamic_config import DynamicConfiguration
 from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents
+from .bookkeeper import Bookies
 from .capacity import Capacity
 from .latency import Constant, Latencies
 from .load_manager import ClusterShared
@@ -98,6 +99,8 @@ class Cluster:
         self.network = Network(latency=settings.network_latency)
         self.latencies = settings.latencies()
         self.capacity = settings.capacities()
+        self.bookies = Bookies(self.capacity.bookkeeper, system.seed, lambda: sum(
+            b.local_data.msg_throughput_in for b in self.brokers.values() if b.alive))
         self.decoded = DecodeCache()  # load reports and bundle ranges, decoded once for all brokers
         # what a load manager keeps once per cluster, shared by its brokers (the Extensible manager's
         # system topics), keyed by its class name and made when a broker first runs it
@@ -240,7 +243,7 @@ class Cluster:
             report_interval=self.settings.report_interval,
             decoded=self.decoded, latencies=self.latencies, capacity=self.capacity,
             cluster_name=self.name,
-            load_manager_shared=self.load_manager_shared,
+            load_manager_shared=self.load_manager_shared, bookies=self.bookies,
         )
         self.brokers[broker_id] = broker
         self.system.spawn(broker)

@@ -139,7 +139,9 @@ class Latencies(msgspec.Struct, frozen=True, kw_only=True):
     """Loading one topic on the broker that now owns its bundle (BrokerService.getTopic ->
     loadOrCreatePersistentTopic -> ManagedLedgerFactory.asyncOpen), once a permit of
     maxConcurrentTopicLoadRequest is held. Derived from [LOAD]: ~6 metadata round trips at [ZK]'s
-    1 ms + two bookie round trips [BK] = about 10 ms median; p99 100 ms assumed (ledger recovery)."""
+    1 ms + two bookie round trips [BK] = about 10 ms median; p99 100 ms assumed (ledger recovery).
+    Drawn only when the bookies are not modelled (`[capacity.bookkeeper] bookies = 0`); otherwise the
+    open runs its steps through the metadata store and the bookies (bookkeeper_open.py)."""
     bundle_close: Distribution = Constant(0.02)
     """Fixed part of unloading a bundle (OwnedBundle.handleUnloadRequest: the ownership node marked
     disabled, the bundle's topic list taken). Was `[cluster] bundle_close_time` (20 ms, kept)."""

@@ -192,7 +192,8 @@ class OwnershipCache(NamespaceBundleFactory):
         owner = BundleOwner(f"{self.broker_id}/{bundle}", self.system, bundle=bundle,
                             broker_id=self.broker_id, network=self.network,
                             close_time=self.close_time,
-                            close_time_per_topic=self.close_time_per_topic, latency=self.latency)
+                            close_time_per_topic=self.close_time_per_topic, latency=self.latency,
+                            bookies=getattr(self, "bookies", None))
         self.system.spawn(owner, parent=self)
         owned.actor = owner
         owned.active = True

@@ -15,13 +15,20 @@ reaches the owner; the load, the permit and the queue are Pulsar's, and a produc
 exactly as behind a preload that its attach joins. The difference is the client's round trip between
 the lookup answer and the attach, by which Pulsar's preload starts earlier.
 
+What a load costs: with the bookies modelled (`[capacity.bookkeeper] bookies` > 0) it is the managed
+ledger's open, step by step (`opener`: bookkeeper_open.py: metadata reads and writes, the recovery of a
+ledger left open, a new ledger); without (the cost-free cluster), one `topic_load` draw, after which
+`opened` applies the open's effect on BookKeeper (the fencing of a ledger another broker left open).
+
 Not modelled: topicLoadTimeoutSeconds (60 s; a load that waits longer fails and the client retries).
 
-A load is a timer (the owning actor's `call_later`), not a task: a storm holds one per topic.
+A load is a timer (the owning actor's `call_later`) or a chain of callbacks, not a task: a storm holds
+one per topic.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from typing import Any, Callable, Hashable
 
@@ -31,13 +38,18 @@ __all__ = ["TopicLoader"]
 class TopicLoader:
     """The semaphore and the pending queue of one broker's topic loads."""
 
-    __slots__ = ("_call_later", "_duration", "_limit", "_loading", "_pending", "active", "queued_total")
+    __slots__ = ("_call_later", "_duration", "_limit", "_loading", "_pending", "_opener", "_opened",
+                 "active", "queued_total")
 
     def __init__(self, call_later: Callable[..., None], duration: Callable[[], float],
-                 limit: Callable[[], int]) -> None:
+                 limit: Callable[[], int], *,
+                 opener: Callable[[Hashable, Callable[[], Any]], None] | None = None,
+                 opened: Callable[[Hashable], None] | None = None) -> None:
         self._call_later = call_later      # the broker's timer: skipped if the broker is dead
-        self._duration = duration          # one topic_load draw, seconds
+        self._duration = duration          # one topic_load draw, seconds (without an opener)
         self._limit = limit                # maxConcurrentTopicLoadRequest, read at each use (dynamic)
+        self._opener = opener              # opener(key, finished): the load as a chain of callbacks
+        self._opened = opened              # opened(key): when a load by `duration` ends
         self._loading: dict[Hashable, list[Callable[[], Any]]] = {}
         self._pending: deque[Hashable] = deque()
         self.active = 0                    # permits held
@@ -55,8 +67,15 @@ class TopicLoader:
             waiters.append(done)
             return
         if self.active < self._limit():
+            if self._opener is not None:
+                self._loading[key] = [done]
+                self.active += 1
+                self._opener(key, functools.partial(self._loaded, key))
+                return
             delay = self._duration()
             if delay <= 0.0:
+                if self._opened is not None:
+                    self._opened(key)
                 done()
                 return
             self._loading[key] = [done]
@@ -69,6 +88,8 @@ class TopicLoader:
 
     def _loaded(self, key: Hashable) -> None:
         self.active -= 1
+        if self._opener is None and self._opened is not None:
+            self._opened(key)
         for done in self._loading.pop(key, ()):
             done()
         self._start_pending()
@@ -78,4 +99,7 @@ class TopicLoader:
         while self._pending and self.active < self._limit():
             key = self._pending.popleft()
             self.active += 1
-            self._call_later(self._duration(), self._loaded, key)
+            if self._opener is not None:
+                self._opener(key, functools.partial(self._loaded, key))
+            else:
+                self._call_later(self._duration(), self._loaded, key)
