@@ -33,7 +33,8 @@ from .load_manager import ClusterShared
 from .load_source import FlatLoad, LoadSource
 from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, WarmStart
 from .metadata_client import MetadataClient
-from .metadata_store import MetadataStore
+from .metadata_ensemble import MetadataBatching
+from .metadata_store import MetadataStore, metadata_session_timeout
 from .network import Network, broker_id_for, service_url_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,7 +110,8 @@ class Cluster:
         self.clients: dict[str, PulsarClient] = {}
         self.store = MetadataStore(
             STORE_NAME, system,
-            session_timeout=conf.metadata_store_session_timeout_millis / 1000.0,
+            session_timeout=metadata_session_timeout(conf),
+            capacity=self.capacity.metadata, batching=MetadataBatching.from_conf(conf),
             **_store_latency(self.latencies),
         )
         self._admin: MetadataClient | None = None

@@ -123,7 +123,8 @@ class MetadataClient:
         sleeps started before), the rest are plain callbacks at the same instants and in the same
         order; a dead owner's wake-up is cancelled, so its heartbeats stop with it. A beat is
         recorded in the store directly (`MetadataStore.heartbeat` says why that is the effect a
-        told Heartbeat had)."""
+        told Heartbeat had). With a finite ensemble the store counts the beat when its ping would be
+        answered, behind this session's queued requests (`MetadataEnsemble.ping`)."""
         wakeup: Wakeup | None = None
 
         def beat() -> None:

@@ -26,6 +26,14 @@ Choices where Pulsar/ZooKeeper leave a question open (or where we simplify):
   op's latency through one FIFO outbox, so (like a single ZooKeeper server's pipeline) replies and
   watch events leave in the order the ops were applied. A random `latency_fn` therefore also
   models head-of-line blocking. With zero latency and an empty outbox the reply is immediate.
+* Capacity (issue 27, `MetadataStoreCapacity`; unlimited = everything above, unchanged): ops are still
+  decided at once, but their answers wait for the ensemble (`metadata_ensemble.py`: the leader
+  serialises writes, each session's server serves its reads, Pulsar's batching makes one multi of
+  many ops). A write's reply and notifications leave through the outbox at max(commit + latency,
+  the outbox's last); a read's at max(served + latency, the session's last reply), so each session's
+  answers stay in order. A session's end (close, expiry) is one closeSession write. Heartbeats wait
+  too: a beat counts when its ping would be answered (`MetadataEnsemble.ping`), so a storm that keeps
+  a session's pings queued longer than the timeout expires it, with its ephemeral nodes.
 """
 
 from __future__ import annotations
@@ -60,10 +68,22 @@ from emulator.cluster.metadata_messages import (
 from emulator.cluster.metadata_tree import MetadataTree, parent_path, validate_path
 from emulator.runtime import Actor, ActorDead, ActorSystem, Reply
 
-__all__ = ["MetadataStore", "MetadataTree", "validate_path", "parent_path"]
+from .capacity_metadata import MetadataStoreCapacity
+from .metadata_ensemble import MetadataBatching, MetadataEnsemble
+
+__all__ = ["MetadataStore", "MetadataTree", "metadata_session_timeout", "validate_path", "parent_path"]
 
 DEFAULT_SESSION_TIMEOUT = 30.0
 """metadataStoreSessionTimeoutMillis = 30000 (zooKeeperSessionTimeoutMillis in older versions)."""
+
+
+def metadata_session_timeout(conf: Any) -> float:
+    """The session timeout in seconds as Pulsar's ServiceConfiguration.getMetadataStoreSessionTimeoutMillis
+    reads it: the deprecated zooKeeperSessionTimeoutMillis when > 0 (Pulsar 3.x ships it as -1),
+    else metadataStoreSessionTimeoutMillis."""
+    legacy = conf.zoo_keeper_session_timeout_millis
+    millis = legacy if legacy > 0 else conf.metadata_store_session_timeout_millis
+    return millis / 1000.0
 
 DEFAULT_STORE_NAME = "metadata-store"
 
@@ -97,6 +117,8 @@ class MetadataStore(Actor):
         session_timeout: float = DEFAULT_SESSION_TIMEOUT,
         op_latency: float = 0.0,
         latency_fn: Callable[[random.Random], float] | None = None,
+        capacity: MetadataStoreCapacity | None = None,
+        batching: MetadataBatching | None = None,
     ) -> None:
         if isinstance(session_timeout, bool) or not isinstance(session_timeout, (int, float)):
             raise TypeError(f"session_timeout must be seconds (a number), got {session_timeout!r}")
@@ -127,6 +149,13 @@ class MetadataStore(Actor):
         self._outbox: deque[_Outgoing] = deque()
         self._outbox_last_due = 0.0
         self._pump_running = False
+        # finite capacity (None: unlimited, the behaviour before issue 27, byte for byte)
+        self.ensemble: MetadataEnsemble | None = None
+        if capacity is not None and not capacity.is_unlimited:
+            self.ensemble = MetadataEnsemble(capacity, batching or MetadataBatching(), self.system.now,
+                                             self.call_later, self._written, self._read)
+        self._pings: dict[int, deque[float]] = {}   # session -> when its queued pings are answered
+        self._last_due: dict[int | None, float] = {}  # session -> due time of its last reply
         self._handlers: dict[type, Callable[[Any], tuple[Any, list[Notification]]]] = {
             Create: self._on_create,
             Get: self._on_get,
@@ -193,7 +222,13 @@ class MetadataStore(Actor):
         try:
             value, notes = handler(msg)
         except (MetadataStoreError, ValueError, TypeError) as exc:
+            if self.ensemble is not None:
+                self._route(msg, reply, exc, True, [])
+                return
             self._respond(reply, exc, True, [])
+            return
+        if self.ensemble is not None:
+            self._route(msg, reply, value, False, notes)
             return
         self._respond(reply, value, False, notes)
 
@@ -259,6 +294,9 @@ class MetadataStore(Actor):
         """A heartbeat for an ended session is ignored: ZooKeeper does not revive a session."""
         self.stats["Heartbeat"] += 1
         if msg.session_id in self._deadlines:
+            if self.ensemble is not None:
+                self._ping(msg.session_id)
+                return
             self._deadlines[msg.session_id] = self.now + self._session_timeout
 
     def heartbeat(self, session_id: int) -> None:
@@ -273,6 +311,9 @@ class MetadataStore(Actor):
         sees, and every expiry, is the same as with told heartbeats."""
         self.stats["Heartbeat"] += 1
         if session_id in self._deadlines:
+            if self.ensemble is not None:
+                self._ping(session_id)
+                return
             beats = self._beats.get(session_id)
             if beats is None:
                 self._beats[session_id] = [self.now, -math.inf]
@@ -280,8 +321,27 @@ class MetadataStore(Actor):
                 beats[1] = beats[0]
                 beats[0] = self.now
 
+    def _ping(self, session_id: int) -> None:
+        """With finite capacity: the beat counts when its ping is answered (MetadataEnsemble.ping);
+        those times never decrease for a session (its server's queue and its writes only grow)."""
+        assert self.ensemble is not None
+        answered = self.ensemble.ping(session_id)
+        pings = self._pings.get(session_id)
+        if pings is None:
+            self._pings[session_id] = deque((answered,))
+        elif not pings or pings[-1] <= answered:
+            pings.append(answered)
+
     def _deadline(self, session_id: int, deadline: float, now: float) -> float:
         """The session's deadline as the reaper sees it at `now` (see `heartbeat`)."""
+        if self.ensemble is not None:
+            # a ping answered before `now` moves the deadline, as a beat before the instant does below
+            pings = self._pings.get(session_id)
+            while pings and pings[0] < now:
+                beat_deadline = pings.popleft() + self._session_timeout
+                if beat_deadline > deadline:
+                    deadline = self._deadlines[session_id] = beat_deadline
+            return deadline
         beats = self._beats.get(session_id)
         if beats is None:
             return deadline
@@ -293,6 +353,7 @@ class MetadataStore(Actor):
         session_id = _require_session_id(msg.session_id, "CloseSession(session_id)")
         live = self._deadlines.pop(session_id, None) is not None
         self._beats.pop(session_id, None)
+        self._pings.pop(session_id, None)
         self._session_listeners.pop(session_id, None)
         if live:
             self.stats["sessions_closed"] += 1
@@ -323,6 +384,7 @@ class MetadataStore(Actor):
         owner = self.tree.session_owner(session_id)
         self._deadlines.pop(session_id, None)
         self._beats.pop(session_id, None)
+        self._pings.pop(session_id, None)
         self.stats["sessions_expired"] += 1
         notes = self.tree.end_session(session_id)
         self.log.info("metadata session expired", session_id=session_id, owner=owner,
@@ -351,12 +413,87 @@ class MetadataStore(Actor):
                     await anyio.sleep(earliest - now)
                     continue
                 due = [sid for sid, deadline in deadlines.items() if deadline - now <= _EPSILON]
+                if self.ensemble is not None:   # each expiry is one closeSession through the leader
+                    for session_id in due:
+                        self._route(ExpireSession(session_id), None, True, False, self._expire(session_id))
+                    continue
                 notes: list[Notification] = []
                 for session_id in due:
                     notes.extend(self._expire(session_id))
                 self._respond(None, None, False, notes)
         finally:
             self._reaper_running = False
+
+    # -- finite capacity: through the ensemble's queues --------------------------------------
+
+    def _route(self, msg: Any, reply: Reply | None, value: Any, is_error: bool,
+               notes: list[Notification]) -> None:
+        """Hand a decided op to the ensemble as Pulsar's ZKMetadataStore sends it (see the module
+        docstring of metadata_ensemble)."""
+        ensemble = self.ensemble
+        assert ensemble is not None
+        kind = type(msg)
+        entry = (reply, value, is_error, notes)
+        session = getattr(msg, "session_id", None)
+        if not isinstance(session, int) or isinstance(session, bool):
+            session = None
+        if kind is Create or kind is Set:
+            size = len(msg.path) + (len(msg.data) if isinstance(msg.data, bytes) else 0)
+            ensemble.write(session, entry, size=size)
+        elif kind is Delete:
+            ensemble.write(session, entry, size=len(msg.path))
+        elif kind is Get or kind is GetChildren:
+            ensemble.read(session, entry)
+        elif kind is OpenSession:   # createSession: a txn of the leader
+            if not is_error:
+                session = value
+                ensemble.opened(value)
+            ensemble.write(session, entry, batched=False)
+        elif kind is CloseSession or kind is ExpireSession or kind is DeleteRecursive:
+            # one txn deleting every node (closeSession: DataTree.killSession; Pulsar's deleteRecursive
+            # is one delete per node, counted here as one multi)
+            deleted = sum(1 for n in notes if n.type == "Deleted")
+            ensemble.write(session, entry, batched=False, ops=max(1, deleted))
+            if session is not None and kind is not DeleteRecursive:
+                ensemble.closed(session)
+        else:   # Exists (not batched by Pulsar), Watch (addWatch), Dump
+            ensemble.read(session, entry, batched=False)
+
+    def _written(self, finish: float, session: int | None, entries: list[Any]) -> None:
+        """Writes committed at `finish`: their replies and notifications leave in commit order, one
+        round trip later (one latency draw per request, a multi being one request)."""
+        due = finish + self._latency()
+        if due < self._outbox_last_due:
+            due = self._outbox_last_due
+        last = self._last_due.get(session)
+        if last is not None and due < last:
+            due = last
+        self._last_due[session] = due
+        now = self.now
+        if due <= now and not self._outbox:
+            for reply, value, is_error, notes in entries:
+                self._deliver(reply, value, is_error, notes)
+            return
+        self._outbox_last_due = due
+        for reply, value, is_error, notes in entries:
+            self._outbox.append((due, reply, value, is_error, notes))
+        if not self._pump_running:
+            self._pump_running = True
+            self.start_soon(self._pump, name="outbox")
+
+    def _read(self, ready: float, session: int | None, entries: list[Any]) -> None:
+        """Reads served at `ready`: their replies leave one round trip later, after the session's
+        earlier replies."""
+        due = ready + self._latency()
+        last = self._last_due.get(session)
+        if last is not None and due < last:
+            due = last
+        self._last_due[session] = due
+        self.call_later(due - self.now, self._deliver_all, entries)
+
+    def _deliver_all(self, entries: list[Any]) -> None:
+        for reply, value, is_error, notes in entries:
+            self._deliver(reply, value, is_error, notes)
 
     # -- replies and notifications ----------------------------------------------------------
 

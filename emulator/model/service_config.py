@@ -324,7 +324,20 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     zoo_keeper_session_timeout_millis: Annotated[int, Setting(
         "zooKeeperSessionTimeoutMillis", long=True, bound="any",
         deprecated="replaced by metadataStoreSessionTimeoutMillis",
-        doc="the old name of the metadata session timeout")] = 30000
+        doc="the old name of the metadata session timeout; used when > 0 (metadata_session_timeout_seconds)")] = -1
+    # AbstractBatchedMetadataStore (pulsar-metadata): each broker's store queues its reads and writes and
+    # flushes them every metadataStoreBatchingMaxDelayMillis (or at once past MaxOperations) as ZooKeeper
+    # multi requests (ZKMetadataStore.batchOperation); write batches are also cut at MaxSizeKb.
+    metadata_store_batching_enabled: Annotated[bool, Setting(
+        "metadataStoreBatchingEnabled", doc="batch metadata operations into one ZooKeeper multi")] = True
+    metadata_store_batching_max_delay_millis: Annotated[int, Setting(
+        "metadataStoreBatchingMaxDelayMillis", bound="positive",
+        doc="period of the batch flush (an operation waits up to this)")] = 5
+    metadata_store_batching_max_operations: Annotated[int, Setting(
+        "metadataStoreBatchingMaxOperations", bound="positive", doc="operations in one batch")] = 1000
+    metadata_store_batching_max_size_kb: Annotated[int, Setting(
+        "metadataStoreBatchingMaxSizeKb", bound="positive",
+        doc="a write batch's size limit (paths + data), KB")] = 128
     metadata_store_operation_timeout_seconds: Annotated[int, Setting(
         "metadataStoreOperationTimeoutSeconds", bound="positive", doc="metadata operation timeout")] = 30
     zookeeper_session_expired_policy: Annotated[str, Setting(
