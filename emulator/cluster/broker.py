@@ -167,6 +167,10 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         # LoadManager.create (PulsarService.start): the warning of a fallback is logged here, once
         self._use_load_manager(load_managers.create(conf.load_manager_class_name, self))
         self._switching = False
+        # the ZooKeeper client's reconnect backoff (_reopen_session): when the last session was made,
+        # and how many attempts in a row have failed
+        self._session_opened_at: float | None = None
+        self._session_retries = 0
 
     def _use_load_manager(self, manager: LoadManager) -> None:
         """Take `manager` as this broker's load manager (Pulsar's AtomicReference set) and resolve its
@@ -390,13 +394,46 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         if self.conf.zookeeper_session_expired_policy == "shutdown":
             self.crash()
             return
-        await self.md.open_session(session_events=True)
+        await self._reopen_session()
         await self.load_manager.on_session_reestablished()
         lost = await self._revalidate_ownership()
         if self.is_leader:
             await self._elect()
         await self._refresh_available_brokers()
         self.events.emit(SessionReestablished(broker=self.broker_id, lost_bundles=lost))
+
+    async def _reopen_session(self) -> None:
+        """A new metadata session after SessionLost, with the ZooKeeper client's retry backoff.
+
+        ZKMetadataStore builds its PulsarZooKeeperClient with `connectRetryPolicy(new
+        BoundExponentialBackoffRetryPolicy(100, 60_000, Integer.MAX_VALUE))`: after an expiry the client
+        makes a new session at once, and each further attempt that fails waits longer, from 100 ms up to
+        60 s. An attempt fails when the ensemble does not answer (the ask raises) or when the new session
+        is lost again before one session timeout has passed (a leader so far behind its queue that the
+        session expires before it is established). Without the backoff such a broker spins on new
+        sessions, and one whose open times out escapes as an actor fault. Choice: the wait doubles without
+        the policy's random spread (its lower bound, 100 ms x 2^n), so a run needs no extra draw."""
+        now = self.now
+        if self._session_opened_at is not None and now - self._session_opened_at < self.md_session_timeout():
+            self._session_retries += 1
+        else:
+            self._session_retries = 0
+        while True:
+            if self._session_retries:
+                await anyio.sleep(min(0.1 * 2.0 ** (self._session_retries - 1), 60.0))
+            try:
+                await self.md.open_session(session_events=True)
+                self._session_opened_at = self.now
+                return
+            except MetadataStoreError as exc:
+                self._session_retries += 1
+                self.log.warning("metadata session not re-established, retrying", error=str(exc),
+                                 retries=self._session_retries)
+
+    def md_session_timeout(self) -> float:
+        """The metadata store's session timeout, seconds (metadataStoreSessionTimeoutMillis)."""
+        store = self.system.get(self.md.store_name)
+        return float(getattr(store, "session_timeout", self.conf.metadata_store_session_timeout_millis / 1000.0))
 
     # ================================================================== load reports
 

@@ -39,14 +39,17 @@ class LeaderElection(BrokerBase):
         value = msgspec.json.encode(LeaderBroker(broker_id=self.broker_id, service_url=self.web_url))
         while True:
             try:
-                await self.md.acquire_lock(paths.LEADER, value)
-            except LockBusy:
-                node = await self.md.get(paths.LEADER)
-                if node is None:
-                    continue  # the holder vanished meanwhile: race again
-                leader = msgspec.json.decode(node.data, type=LeaderBroker)
-                self._become_follower(leader.broker_id)
-                return
+                try:
+                    await self.md.acquire_lock(paths.LEADER, value)
+                except LockBusy:
+                    # the holder's value; reading it can fail as any operation can (a session lost
+                    # under a swamped ensemble): then the retry below, as for the lock itself
+                    node = await self.md.get(paths.LEADER)
+                    if node is None:
+                        continue  # the holder vanished meanwhile: race again
+                    leader = msgspec.json.decode(node.data, type=LeaderBroker)
+                    self._become_follower(leader.broker_id)
+                    return
             except MetadataStoreError as e:
                 # e.g. the session just expired: LEADER_ELECTION_RETRY_DELAY_SECONDS, then again
                 self.log.warning("leader election failed, retrying in 5 s", error=str(e))

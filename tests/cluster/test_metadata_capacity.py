@@ -251,3 +251,21 @@ async def test_batching_absorbs_the_same_storm() -> None:
     assert saved > plain_saved + 200, "far fewer leader jobs than bundles acquired"
     assert max(d for _, d in samples) <= 10
     assert ens.leader.max_wait < plain.leader.max_wait
+
+
+@pytest.mark.asyncio
+async def test_a_broker_behind_a_swamped_leader_retries_its_session_with_backoff() -> None:
+    """A leader far behind its queue expires sessions before they commit; the broker retries the
+    new session with the ZooKeeper client's backoff (100 ms doubling to 60 s) instead of spinning
+    until an ask times out and escapes as an actor fault."""
+    capacity = Capacity(metadata=MetadataStoreCapacity(write_service_time=0.25),
+                        bookkeeper=BookKeeperCapacity.unlimited())
+    conf = ServiceConfig(metadata_store_batching_enabled=False, metadata_store_session_timeout_millis=6000)
+    async with emulated_cluster(3, seed=2, namespaces={"public/default": 64}, conf=conf,
+                                settings=ClusterSettings(capacity=capacity)) as cluster:
+        client = cluster.add_client()
+        client.create_handles([f"persistent://public/default/t-{i}" for i in range(400)])
+        await anyio.sleep(300)
+        assert cluster.store.stats["sessions_expired"] > 0, "the backlog outlived the session timeout"
+        assert max(b._session_retries for b in cluster.brokers.values()) >= 3, "retried with backoff"
+        assert len(cluster.live_brokers()) == 3, "no broker died of it (an actor fault)"
