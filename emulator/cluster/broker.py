@@ -332,18 +332,25 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
 
     async def _refresh_available_brokers(self, created: str | None = None) -> None:
         """The children of /loadbalance/brokers, and the registrations RedirectManager reads
-        (redirect_manager.py): each one new to this broker, or `created` again, is read once."""
+        (redirect_manager.py): each one new to this broker, or `created` again.
+
+        Those are read from the store's tree without a metadata operation: Pulsar's lock cache
+        refreshes them with a read per change, off the lookup path; here that read costs nothing
+        and moves no other operation (the view is right once the listing is)."""
         try:
             self.available_brokers = frozenset(await self.md.children(paths.BROKERS))
-            view = self.redirect_view
-            view.keep_only(self.available_brokers)
-            for broker in sorted(self.available_brokers):
-                if broker == created or not view.known(broker):
-                    node = await self.md.get(paths.broker_path(broker))
-                    if node is not None:
-                        view.put(broker, node.data)
         except MetadataStoreError as e:  # keep the last view; the next notification refreshes it
             self.log.warning("could not list available brokers", error=str(e))
+            return
+        view = self.redirect_view
+        view.keep_only(self.available_brokers)
+        store = None
+        for broker in sorted(self.available_brokers):
+            if broker == created or not view.known(broker):
+                store = store or self.system.get(self.md.store_name)
+                data = store.peek(paths.broker_path(broker)) if store is not None else None
+                if data is not None:
+                    view.put(broker, data)
 
     # ================================================================== the live switch
 
