@@ -343,14 +343,15 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             self.log.warning("could not list available brokers", error=str(e))
             return
         view = self.redirect_view
-        view.keep_only(self.available_brokers)
+        read: dict[str, bytes] = {}
         store = None
-        for broker in sorted(self.available_brokers):
+        for broker in self.available_brokers:
             if broker == created or not view.known(broker):
                 store = store or self.system.get(self.md.store_name)
                 data = store.peek(paths.broker_path(broker)) if store is not None else None
                 if data is not None:
-                    view.put(broker, data)
+                    read[broker] = data
+        view.update(self.available_brokers, read)
 
     # ================================================================== the live switch
 

@@ -62,19 +62,28 @@ class RedirectView:
         self.newest_class: str | None = None
         self._candidates: tuple[str, ...] = ()
 
+    def update(self, brokers: frozenset[str], read: dict[str, bytes]) -> None:
+        """A children listing `brokers` and the registrations `read` since (new or re-created ones):
+        the view follows them, computed once for the whole batch."""
+        changed = False
+        if any(b not in brokers for b in self._data):
+            self._data = {b: d for b, d in self._data.items() if b in brokers}
+            changed = True
+        for broker, value in read.items():
+            try:
+                self._data[broker] = _DECODER.decode(value)
+            except msgspec.DecodeError:
+                continue
+            changed = True
+        if changed:
+            self._recompute()
+
     def put(self, broker: str, value: bytes) -> None:
-        try:
-            data = _DECODER.decode(value)
-        except msgspec.DecodeError:
-            return
-        self._data[broker] = data
-        self._recompute()
+        self.update(frozenset(self._data) | {broker}, {broker: value})
 
     def keep_only(self, brokers: frozenset[str]) -> None:
         """Drop the registrations that are gone (a children listing)."""
-        if any(b not in brokers for b in self._data):
-            self._data = {b: d for b, d in self._data.items() if b in brokers}
-            self._recompute()
+        self.update(brokers, {})
 
     def known(self, broker: str) -> bool:
         return broker in self._data
