@@ -236,6 +236,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     )
     from emulator.observe.publish import publish_accounting
     from emulator.observe.progress import ProgressBar
+    from emulator.observe.load_manager_warnings import LoadManagerWarnings
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
     from emulator.observe.summary_json import summary_object, whole_run_kpis, write_summary_json
     from emulator.testing import emulated_cluster
@@ -260,6 +261,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                               clock=clock, start=start_cluster) as run:
         cluster = run.cluster
         tracker = UnavailabilityTracker(cluster.events)
+        lm_warnings = LoadManagerWarnings(cluster.events)
         publish_accounting(cluster)   # producers publish from here on (metrics, recording, summary)
         # the run's decision log: on stderr at --log-level info, kept in memory for the summary, whole
         # traces only when they are recorded whole (a 100-broker run's traces do not fit in memory)
@@ -340,7 +342,8 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                     await done.wait()
                 tg.cancel_scope.cancel()
             summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
-                                seed=seed, event_errors=list(run.workload.errors))
+                                seed=seed, event_errors=list(run.workload.errors),
+                                load_manager_warnings=lm_warnings)
             expectations = []
             kpis = None
             if timeline is not None:

@@ -53,6 +53,7 @@ from .events import (
     BrokerStopping,
     ClusterEvents,
     LoadManagerChanged,
+    LoadManagerSwitchUnsupported,
     SessionLost,
     SessionReestablished,
 )
@@ -60,6 +61,7 @@ from .capacity import Capacity
 from .latency import Latencies, LatencySampler
 from .leader_election import LeaderBroker, LeaderElection
 from .load_manager import Capabilities, ClusterShared, LoadManager
+from .load_manager_switch import MIGRATION_DOCS, switch_supported, unsupported_switch_message
 from .load_source import LoadSource
 from .local_data import BrokerLoadData
 from .messages import (
@@ -79,6 +81,7 @@ from .namespace_service import NamespaceService
 from .network import Network, host_of, service_url_of, web_url_of
 from .ownership import NamespaceEphemeralData, OwnedBundle, OwnedBundles
 from .policy_cache import PolicyCache
+from .redirect_manager import RedirectView
 from .server_cnx import ServerCnx
 from .topic_loader import TopicLoader
 
@@ -150,6 +153,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self.leader_id: str | None = None
         # what this broker knows of the cluster
         self.available_brokers: frozenset[str] = frozenset()
+        self.redirect_view = RedirectView()   # the registrations' classes (redirect_manager.py)
         self._init_bundle_factory()
         self.owned = OwnedBundles()
         self._init_namespace_service()
@@ -327,7 +331,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
                 self.start_soon(self._on_leader_deleted)
         elif path.startswith(paths.BROKERS + "/"):
             if note.type in ("Created", "Deleted"):
-                self.start_soon(self._refresh_available_brokers)
+                self.start_soon(self._refresh_available_brokers,
+                                path[len(paths.BROKERS) + 1:] if note.type == "Created" else None)
                 # BrokerRegistry listeners (the Extensible channel's clean-up)
                 self.load_manager.on_broker_registry_event(path[len(paths.BROKERS) + 1:], note.type == "Created")
         elif path == paths.DYNAMIC_CONFIGURATION:
@@ -337,11 +342,28 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         elif self.policy_cache.on_notification(note) and path.startswith(paths.LOCAL_POLICIES + "/"):
             self._invalidate_namespace(paths.namespace_of_policies_path(path))
 
-    async def _refresh_available_brokers(self) -> None:
+    async def _refresh_available_brokers(self, created: str | None = None) -> None:
+        """The children of /loadbalance/brokers, and the registrations RedirectManager reads
+        (redirect_manager.py): each one new to this broker, or `created` again.
+
+        Those are read from the store's tree without a metadata operation: Pulsar's lock cache
+        refreshes them with a read per change, off the lookup path; here that read costs nothing
+        and moves no other operation (the view is right once the listing is)."""
         try:
             self.available_brokers = frozenset(await self.md.children(paths.BROKERS))
         except MetadataStoreError as e:  # keep the last view; the next notification refreshes it
             self.log.warning("could not list available brokers", error=str(e))
+            return
+        view = self.redirect_view
+        read: dict[str, bytes] = {}
+        store = None
+        for broker in self.available_brokers:
+            if broker == created or not view.known(broker):
+                store = store or self.system.get(self.md.store_name)
+                data = store.peek(paths.broker_path(broker)) if store is not None else None
+                if data is not None:
+                    read[broker] = data
+        view.update(self.available_brokers, read)
 
     # ================================================================== the live switch
 
@@ -375,6 +397,12 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         old.leadership_lost()   # anything the old one started while it was being stopped
         self.events.emit(LoadManagerChanged(broker=self.broker_id, previous=old.class_name,
                                             current=new.class_name, requested=class_name))
+        if not switch_supported(old.class_name, new.class_name):
+            self.log.warning(unsupported_switch_message(old.class_name, new.class_name),
+                             previous=old.class_name, current=new.class_name, docs=MIGRATION_DOCS)
+            self.events.emit(LoadManagerSwitchUnsupported(
+                broker=self.broker_id, previous=old.class_name, current=new.class_name,
+                requested=class_name, how="live", docs=MIGRATION_DOCS))
         return True
 
     # ================================================================== metadata session

@@ -21,6 +21,7 @@ from .load_manager import Capabilities, LoadManager
 from .load_source import LoadSource
 from .metadata_client import MetadataClient
 from .network import Network
+from .redirect_manager import RedirectView
 
 __all__ = ["BrokerBase", "BrokerStats"]
 
@@ -58,6 +59,7 @@ class BrokerBase(Actor):
     is_leader: bool
     leader_id: str | None
     available_brokers: frozenset[str]
+    redirect_view: RedirectView   # RedirectManager's view of the registrations (redirect_manager.py)
     # the load manager in use (load_manager.py): replaced as a whole when loadManagerClassName changes,
     # and its capabilities (load_manager_capabilities.py), resolved once with it (`Broker._use_load_manager`)
     load_manager: LoadManager

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import random
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, TypedDict
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, TypedDict
 
 import anyio
 import msgspec
+import structlog
 
 from emulator.model.bundles import NamespaceBundles
 from emulator.model.config import ServiceConfig
@@ -25,11 +26,12 @@ from .broker import Broker, LeaderBroker
 from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
 from .dynamic_config import DynamicConfiguration
-from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents
 from .bookkeeper import Bookies
+from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents, LoadManagerSwitchUnsupported
 from .capacity import Capacity
 from .latency import Constant, Latencies
 from .load_manager import ClusterShared
+from .load_manager_switch import MIGRATION_DOCS
 from .load_source import FlatLoad, LoadSource
 from .messages import AcquireBundle, AdminResult, SplitBundle, UnloadBundle, WarmStart
 from .metadata_client import MetadataClient
@@ -120,6 +122,7 @@ class Cluster:
         self.dynamic = DynamicConfiguration(conf, self.store, self.events,
                                             lambda: (self._admin_actor, self._admin))
         self._host_seq = 0
+        self._broker_settings: dict[str, dict[str, object]] = {}   # each broker's own broker.conf keys
         self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
         self.decision_log: object | None = None  # likewise: an observer of self.events
 
@@ -232,16 +235,37 @@ class Cluster:
             if broker_id_for(host) not in self.brokers:
                 return host
 
-    async def add_broker(self, host: str | None = None) -> Broker:
-        """Start a broker on `host` (id `host:8080`), or with the id given as `host:port`."""
+    async def add_broker(self, host: str | None = None,
+                         settings: Mapping[str, object] | None = None) -> Broker:
+        """Start a broker on `host` (id `host:8080`), or with the id given as `host:port`.
+
+        `settings`: broker.conf keys of this broker only (a broker restarted with an edited
+        broker.conf, e.g. another loadManagerClassName during a migration): it gets a ServiceConfig
+        of its own (`DynamicConfiguration.broker_conf`), and keeps them at its later restarts (its
+        file stays edited; new settings go over them); a broker never given any shares the cluster's."""
         host = host or self._next_host()
         broker_id = host if ":" in host else broker_id_for(host)
-        if broker_id in self.brokers and self.brokers[broker_id].alive:
+        previous = self.brokers.get(broker_id)
+        if previous is not None and previous.alive:
             raise ValueError(f"broker {broker_id} is already running")
+        if previous is not None and previous.conf is not self.conf:
+            self.dynamic.forget_broker_conf(previous.conf)
+        conf, placement, shedder = self.conf, self.settings.placement, self.settings.shedder
+        settings = {**self._broker_settings.get(broker_id, {}), **(settings or {})}
+        if settings:
+            self._broker_settings[broker_id] = settings
+            conf = self.dynamic.broker_conf(settings, source=f"broker {broker_id} settings")
+            named = {ServiceConfig.field_name(k) for k in settings}
+            if "load_balancer_load_placement_strategy" in named:
+                placement = None   # its own broker.conf names it
+            if "load_balancer_load_shedding_strategy" in named:
+                shedder = None
+            if "load_manager_class_name" in named:
+                self._check_class_not_overridden(broker_id, settings, conf)
         broker = Broker(
-            broker_id, self.system, conf=self.conf, network=self.network,
+            broker_id, self.system, conf=conf, network=self.network,
             load_source=self.load_source, events=self.events,
-            placement=self.settings.placement, shedder=self.settings.shedder, store_name=STORE_NAME,
+            placement=placement, shedder=shedder, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
             decoded=self.decoded, latencies=self.latencies, capacity=self.capacity,
             cluster_name=self.name,
@@ -252,6 +276,23 @@ class Cluster:
         with anyio.fail_after(self.settings.broker_start_timeout):
             await broker.started.wait()
         return broker
+
+    def _check_class_not_overridden(self, broker_id: str, settings: Mapping[str, object],
+                                    conf: ServiceConfig) -> None:
+        """A broker restarted with another loadManagerClassName in its broker.conf runs the value of
+        /admin/configuration instead when that key was set dynamically (updateDynamicServiceConfiguration
+        at start): Pulsar's behaviour, which defeats the documented migration; said loudly."""
+        key = next(k for k in settings if ServiceConfig.field_name(k) == "load_manager_class_name")
+        requested = str(settings[key])
+        if conf.load_manager_class_name == requested:
+            return
+        structlog.get_logger(actor=broker_id).warning(
+            "loadManagerClassName of the broker's own settings is overridden by /admin/configuration "
+            "(delete-dynamic-config loadManagerClassName first)", broker=broker_id,
+            requested=requested, current=conf.load_manager_class_name, docs=MIGRATION_DOCS)
+        self.events.emit(LoadManagerSwitchUnsupported(
+            broker=broker_id, previous=requested, current=conf.load_manager_class_name,
+            requested=requested, how="overridden", docs=MIGRATION_DOCS))
 
     def kill_broker(self, broker_id: str) -> None:
         """Crash: the process is gone, its metadata session expires after the session timeout."""

@@ -7,6 +7,7 @@ that map by the operator's admin client."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Callable
 
 import anyio
@@ -36,6 +37,27 @@ class DynamicConfiguration:
         self._dynamic: dict[str, str] = {}
         self._dynamic_written: bytes | None = None
         self._dynamic_lock: anyio.Lock | None = None
+        # brokers started with a broker.conf of their own (`broker_conf`): (its conf, its start-up values)
+        self._broker_confs: list[tuple[ServiceConfig, ServiceConfig]] = []
+
+    def broker_conf(self, settings: Mapping[str, object], *, source: str) -> ServiceConfig:
+        """The ServiceConfig of a broker started with its own broker.conf: the cluster's start-up
+        values with `settings` over them, then every key of /admin/configuration over those, as
+        BrokerService.updateDynamicServiceConfiguration applies them at start: a dynamic value set
+        earlier wins over the broker's file (e.g. a `loadManagerClassName` once set with
+        update-dynamic-config keeps a broker restarted with another class in broker.conf on the
+        dynamic one, until `delete-dynamic-config`). Later dynamic changes reach it too."""
+        startup = self._startup_conf.with_overrides(settings, source=source)
+        conf = msgspec.structs.replace(startup)
+        for name, text in self._dynamic.items():
+            field = ServiceConfig.field_name(name)
+            setattr(conf, field, getattr(conf.with_overrides({name: text}, source=source), field))
+        self._broker_confs.append((conf, startup))
+        return conf
+
+    def forget_broker_conf(self, conf: ServiceConfig) -> None:
+        """A stopped broker's own conf no longer follows the dynamic configuration."""
+        self._broker_confs = [(c, s) for c, s in self._broker_confs if c is not conf]
 
     def set_config(self, key: str, value: object) -> None:
         """Dynamic configuration (pulsar-admin brokers update-dynamic-config), as Pulsar's
@@ -63,6 +85,8 @@ class DynamicConfiguration:
         else:
             applied = getattr(self.conf.with_overrides({key: value}, source="set_config"), field)
         setattr(self.conf, field, applied)
+        for conf, startup in self._broker_confs:   # every broker applies the node's value
+            setattr(conf, field, applied if text.strip() else getattr(startup, field))
         self._dynamic[name] = text
         self._persist_dynamic_configuration()
         self.events.emit(ConfigChanged(key=key, value=applied))
@@ -80,6 +104,8 @@ class DynamicConfiguration:
         field = ServiceConfig.field_name(name)
         value = getattr(self._startup_conf, field)
         setattr(self.conf, field, value)
+        for conf, startup in self._broker_confs:   # back to each broker's own start-up value
+            setattr(conf, field, getattr(startup, field))
         self._persist_dynamic_configuration()
         self.events.emit(ConfigChanged(key=key, value=value))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.model.loaddata import LocalBrokerData, NamespaceBundleStats
+from emulator.runtime import epoch_ms
 
 from .broker_base import BrokerBase
 from .ownership import OwnedBundles
@@ -97,6 +98,7 @@ class BrokerLoadData(BrokerBase):
             web_service_url=self.local_data.web_service_url,
             pulsar_service_url=self.local_data.pulsar_service_url,
             load_manager_class_name=load_manager_class_name,
+            start_timestamp=epoch_ms(self.system.clock),
             advertised_listeners=self.local_data.advertised_listeners,
         )
         self._windows_seen = (-1, -1)

@@ -138,6 +138,12 @@ class NamespaceService(OwnershipCache):
             self._route_lookup(bundles.bundle_of_full_name(name), msg, reply, started)
 
     def _route_lookup(self, bundle: str, msg: LookupTopic, reply: Reply, started: float) -> None:
+        # getBrokerServiceUrlAsync: RedirectManager first, while the cluster changes load manager
+        # (redirect_manager.py); O(1), None unless the newest registration runs another class
+        target = self.redirect_view.target(self.conf.load_manager_class_name, self.rng)
+        if target is not None:
+            self._answer(reply, started, _Result(target, redirect=True, authoritative=True))
+            return
         key = (bundle, msg.authoritative)
         waiters = self._finding.get(key)
         if waiters is None:

@@ -254,6 +254,9 @@ class LocalBrokerData(msgspec.Struct, rename="camel", dict=True):
     last_update: int = 0
     broker_version_string: str = ""
     load_manager_class_name: str = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
+    start_timestamp: int = 0
+    """Epoch ms the broker's load manager made this data (3.x, ServiceLookupData.getStartTimestamp):
+    RedirectManager sends lookups to the load manager of the most recently started broker."""
     protocols: dict[str, str] = {}
     """The protocol handlers' advertised data (none in the emulator: Pulsar's binary protocol only)."""
     advertised_listeners: dict[str, AdvertisedListener] = {}

@@ -68,7 +68,7 @@ RECORDED_EVENTS: frozenset[type[Event]] = frozenset({
     ev.AdminUnload, ev.AdminSplit, ev.IsolationPolicySet, ev.IsolationPolicyDeleted,
     ev.FailureDomainSet, ev.FailureDomainDeleted, ev.AntiAffinityGroupSet, ev.ConfigChanged,
     ev.ActorFailed, ev.PlacementFailed, ev.SheddingFailed, ev.BrokerStartFailed, ev.InitialState,
-    ev.WarmStarted, ev.LoadManagerChanged, ev.LoadManagerCreateFailed,
+    ev.WarmStarted, ev.LoadManagerChanged, ev.LoadManagerCreateFailed, ev.LoadManagerSwitchUnsupported,
 })
 """Event types copied to events.jsonl besides the decisions (HandleConnected, LoadReportWritten and
 the like are too many)."""

@@ -11,7 +11,8 @@
   least one of its producers and consumers was down; total, p99 (linear interpolation over the topics
   that had an outage, as the roll-up) and max;
 * actor failures first, when any (emulator bugs), and a line for a user's strategy or shedder that
-  raised, when it did;
+  raised, when it did; a line per load-manager change Pulsar does not support (a live switch between
+  Modular and Extensible: `emulator/observe/load_manager_warnings.py`);
 * publish latency P50 / P99 / P99.9 / P99.99 and failed sends, for the cluster and the topics with the
   highest P99.99 (`emulator.observe.publish`, when the cluster has publish accounting);
 * the scenario's expectations, one line each, when it has [[expect]] tables;
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
     from emulator.model.config import ServiceConfig
     from emulator.model.loaddata import LocalBrokerData
+    from emulator.observe.load_manager_warnings import LoadManagerWarnings
 
 __all__ = ["BrokerLine", "RunSummary", "SUMMARY_KPIS", "UnavailabilityTracker", "broker_max_usage",
            "format_summary", "summarize"]
@@ -161,6 +163,9 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     """The scenario's [[expect]] checked at the end (emulator.observe.expectations)."""
     bundles_split: int = 0
     """Bundles split for any reason (the load manager's, admin splits)."""
+    load_manager_warnings: list[str] = []
+    """Load-manager changes Pulsar does not support (emulator/observe/load_manager_warnings.py): a live
+    switch between Modular/Simple and Extensible, a broker.conf class overridden by the dynamic one."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -172,7 +177,8 @@ def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
 
 def summarize(cluster: "Cluster", decision_log: Any = None,
               unavailable: UnavailabilityTracker | None = None, *, scenario: str = "",
-              seed: int | None = None, event_errors: list[str] | None = None) -> RunSummary:
+              seed: int | None = None, event_errors: list[str] | None = None,
+              load_manager_warnings: "LoadManagerWarnings | None" = None) -> RunSummary:
     """Read the cluster (and the decision log / tracker, when given) at the current emulated time."""
     now = cluster.system.clock.now()
     counts = cluster.events.counts
@@ -225,6 +231,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         placement_failures=counts["placement_failed"], shedding_failures=counts["shedding_failed"],
         publish=publish, publish_worst=publish_worst,
         wall_lag_max=wall_lag.max if wall_lag is not None else None,
+        load_manager_warnings=list(load_manager_warnings.lines) if load_manager_warnings is not None else [],
     )
 
 
@@ -264,6 +271,8 @@ def format_summary(s: RunSummary) -> str:
         out.append(f"  {name:<24} {b.bundles:>8} {b.topics:>8} {b.max_usage:>8.2f} {b.msg_rate:>12.1f}")
     for line in s.event_errors:
         out.append(f"  event failed: {line}")
+    for line in s.load_manager_warnings:
+        out.append(f"  UNSUPPORTED: {line}")
     if s.placement_failures or s.shedding_failures:
         out.append(f"  user code raised   placement {s.placement_failures} times (lookups failed); "
                    f"shedder {s.shedding_failures} times (cycles skipped)")

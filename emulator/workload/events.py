@@ -12,7 +12,9 @@ Choices where Pulsar has no single answer:
   With `every`, on a fixed cadence: a batch that fails (its broker is gone) fails the event, but the
   other batches still run at their times.
 * `add_brokers` with `brokers` names brings those brokers back (a removed broker, same id and host).
-* a restarted broker keeps its capacity and its noise stream (same host).
+* a restarted broker keeps its capacity and its noise stream (same host); `restart_rolling`'s
+  `settings` are its own broker.conf keys from then on (a load-manager migration), over the
+  cluster's start-up values and under /admin/configuration (Cluster.add_broker).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from emulator.cluster.network import host_of
 from emulator.model.bundles import topic_namespace
 
 from .build import broker_id
+from .loader import broker_settings
 from .schema import (
     AddBrokers,
     BackgroundLoad,
@@ -80,9 +83,9 @@ def _live_or_all(cluster: "Cluster", names: list[str]) -> list[str]:
     return [broker_id(n) for n in names] if names else cluster.live_brokers()
 
 
-async def _start_broker(cluster: "Cluster", host: str) -> None:
+async def _start_broker(cluster: "Cluster", host: str, settings: dict[str, Any] | None = None) -> None:
     try:
-        await cluster.add_broker(host)
+        await cluster.add_broker(host, settings=broker_settings(settings) if settings else None)
     except TimeoutError:
         raise ValueError(f"broker {host} did not start within {cluster.settings.broker_start_timeout:g} "
                          "emulated seconds (its actor's error is in the log)") from None
@@ -182,7 +185,8 @@ async def restart_rolling(cluster: "Cluster", w: "Workload", ev: RestartRolling)
 
 
 async def _restart_batch(cluster: "Cluster", batch: list[str], ev: RestartRolling) -> None:
-    """Stop the batch, stay down `down`, start it again on the same hosts."""
+    """Stop the batch, stay down `down`, start it again on the same hosts (with the event's
+    `settings` in their broker.conf, when it has some)."""
     async with anyio.create_task_group() as tg:
         for b in batch:
             tg.start_soon(cluster.stop_broker, b, ev.mode)
@@ -190,7 +194,7 @@ async def _restart_batch(cluster: "Cluster", batch: list[str], ev: RestartRollin
         await anyio.sleep(ev.down)
     async with anyio.create_task_group() as tg:
         for b in batch:
-            tg.start_soon(_start_broker, cluster, host_of(b))
+            tg.start_soon(_start_broker, cluster, host_of(b), ev.settings)
 
 
 async def leader_failover(cluster: "Cluster", w: "Workload", ev: LeaderFailover) -> None:

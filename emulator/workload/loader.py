@@ -124,6 +124,17 @@ def _nearby_file(source: str) -> str:
     return f" (did you mean {path.with_name(found[0]) if str(path.parent) != '.' else found[0]}?)" if found else ""
 
 
+def broker_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A restarted broker's own keys as ServiceConfig takes them: `loadManagerClassName` (or
+    `load_manager_class_name`) may name a load manager by its short class name."""
+    out = dict(settings)
+    for key in ("loadManagerClassName", "load_manager_class_name"):
+        if isinstance(out.get(key), str):
+            short = out[key].strip()
+            out[key] = next((c for c in LOAD_MANAGER_CLASSES if short in (c, c.rsplit(".", 1)[1])), short)
+    return out
+
+
 def from_dict(raw: dict[str, Any], source: str) -> Scenario:
     limits.check_finite(raw, lambda segs, reason, value: ScenarioError(source, format_path(segs), value,
                                                                        reason))
@@ -660,6 +671,8 @@ class _Checker:
                 known = _known_after(e, known)
             for j, name in enumerate(getattr(e, "brokers", None) or []):
                 self.broker_index(at + ["brokers", j], name, known)
+            if isinstance(e, RestartRolling) and e.settings:
+                self.check_broker_settings(at + ["settings"], e.settings)
             if isinstance(e, RestartRolling) and e.every is not None:
                 if e.every <= 0:
                     raise self.fail(at + ["every"], "must be > 0 (the time between two batches)")
@@ -695,6 +708,15 @@ class _Checker:
             select = getattr(e, "select", None)
             if isinstance(select, TopicSelector):
                 self.check_selector(at + ["select"], select)
+
+    def check_broker_settings(self, at: list[Seg], settings: dict[str, Any]) -> None:
+        """A restarted broker's own broker.conf keys: each a key ServiceConfig knows, with a value it
+        takes (a load manager by its short or full class name)."""
+        for key, value in broker_settings(settings).items():
+            try:
+                self.conf.with_overrides({key: value}, source="settings")
+            except ConfigError as err:
+                raise self.fail(at + [key], _config_reason(str(err), key)) from None
 
     def check_set_config(self, at: list[Seg], e: SetConfig) -> None:
         """A set_config event changes what Pulsar lets an operator change at runtime

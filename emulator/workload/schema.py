@@ -40,7 +40,8 @@ into [[events]], counted from 0) with `within` (default: to the run's end). `run
 Broker lifecycle: `add_brokers` takes `count` (new brokers, numbered above every broker the cluster has
 had) or `brokers` (names: a removed broker comes back under its id, empty); `restart_rolling` takes
 `every` for a fixed cadence (batch k stopped at at + k × every, whatever the drains before it), instead
-of `wait` (after each batch is back).
+of `wait` (after each batch is back), and `settings`, broker.conf keys the restarted brokers come back
+with (a migration of the load manager: `settings = { loadManagerClassName = "ExtensibleLoadManagerImpl" }`).
 
 `[cluster] brokers` is a count (broker-1..broker-N) or a list of names as Pulsar writes broker ids,
 `brokers = ["broker-a:8080", "broker-b:8080"]` (a name without a port gets :8080).
@@ -516,6 +517,12 @@ class RestartRolling(msgspec.Struct, tag_field="do", tag="restart_rolling",
     """Fixed cadence: one batch stopped every this long, > 0."""
     down: Duration = Duration(0.0)
     mode: StopMode = "graceful"
+    settings: dict[str, SettingValue] = {}
+    """broker.conf keys the restarted brokers come back with (their own file edited before the
+    restart; the others keep theirs): Pulsar's documented way to change the load manager, e.g.
+    `settings = { loadManagerClassName = "ExtensibleLoadManagerImpl", loadBalancerLoadSheddingStrategy
+    = "...TransferShedder" }` (a short class name is taken for Pulsar's). A key set with
+    update-dynamic-config (set_config) wins over the file, as in Pulsar."""
 
 
 class LeaderFailover(msgspec.Struct, tag_field="do", tag="leader_failover",

@@ -221,6 +221,24 @@ async def test_rolling_restart__the_last_restarted_broker_stays_idle():
 
 
 @pytest.mark.asyncio
+async def test_migrate_to_extensible__lookups_redirected_to_the_newest_manager_and_every_client_back():
+    from emulator.cluster import load_manager as lm
+
+    async with observed(library.load("migrate-to-extensible")) as run:
+        started = collect(run.cluster, BrokerStarted)
+        await run.sleep_until(4 * MIN)    # broker-1 is back with the Extensible load manager
+        assert [e.broker for e in started] == ["broker-1:8080"]
+        modular = [run.cluster.brokers[f"broker-{i}:8080"] for i in (2, 3, 4)]
+        assert all(b.redirect_view.newest_class == lm.EXTENSIBLE for b in modular)
+        await run.sleep_until(15 * MIN)
+        assert sorted(e.broker for e in started) == [f"broker-{i}:8080" for i in range(1, 5)]
+        assert {b.load_manager.class_name for b in run.cluster.brokers.values()} == {lm.EXTENSIBLE}
+        s = run.summary()
+        assert s.redirects > 0 and s.handles_connected == s.handles
+        assert s.load_manager_warnings == []     # the documented way: nothing unsupported
+
+
+@pytest.mark.asyncio
 async def test_leader_failover__a_new_leader_after_session_expiry_and_shedding_goes_on():
     async with observed(library.load("leader-failover")) as run:
         elected = collect(run.cluster, LeaderElected)

@@ -144,6 +144,23 @@ class LoadManagerChanged(Event, kw_only=True):
     requested: str
 
 
+class LoadManagerSwitchUnsupported(Event, kw_only=True):
+    """`broker` changed its load manager between `previous` and `current` in a way Pulsar does not
+    support: live (`how = "live"`, update-dynamic-config loadManagerClassName) between the
+    ZooKeeper-ownership managers (Modular, Simple, Noop) and the Extensible one, which Pulsar's
+    admin API accepts (the key is dynamic) but its docs say to do by broker.conf and a restart
+    (`docs`); or restarted with a broker.conf class that /admin/configuration overrides
+    (`how = "overridden"`: the broker runs `current`, not the `requested` class of its file)."""
+
+    kind = "load_manager_switch_unsupported"
+    broker: str
+    previous: str
+    current: str
+    requested: str
+    how: str
+    docs: str
+
+
 class LoadManagerCreateFailed(Event, kw_only=True):
     """LoadManager.create could not make `requested` on `broker` ("Error when trying to create load
     manager"): `fallback` runs instead."""
