@@ -65,6 +65,13 @@ from emulator.cluster.metadata_messages import (
     Set,
     Watch,
 )
+from emulator.cluster.metadata_checks import (
+    check_data,
+    check_session_id,
+    check_version,
+    require_session_id,
+    under_any,
+)
 from emulator.cluster.metadata_tree import MetadataTree, parent_path, validate_path
 from emulator.runtime import Actor, ActorDead, ActorSystem, Reply
 
@@ -236,8 +243,8 @@ class MetadataStore(Actor):
 
     def _on_create(self, msg: Create) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
-        data = _check_data(msg.data)
-        session_id = _check_session_id(msg.session_id)
+        data = check_data(msg.data)
+        session_id = check_session_id(msg.session_id)
         self.tree.check_session(session_id)
         if msg.ephemeral and session_id is None:
             raise ValueError(
@@ -247,30 +254,30 @@ class MetadataStore(Actor):
 
     def _on_get(self, msg: Get) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
-        self.tree.check_session(_check_session_id(msg.session_id))
+        self.tree.check_session(check_session_id(msg.session_id))
         return self.tree.get(path), []
 
     def _on_exists(self, msg: Exists) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
-        self.tree.check_session(_check_session_id(msg.session_id))
+        self.tree.check_session(check_session_id(msg.session_id))
         return self.tree.stat(path), []
 
     def _on_set(self, msg: Set) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
-        data = _check_data(msg.data)
-        expected = _check_version(msg.expected_version)
-        self.tree.check_session(_check_session_id(msg.session_id))
+        data = check_data(msg.data)
+        expected = check_version(msg.expected_version)
+        self.tree.check_session(check_session_id(msg.session_id))
         return self.tree.set(path, data, expected, self._now_ms())
 
     def _on_delete(self, msg: Delete) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
-        expected = _check_version(msg.expected_version)
-        self.tree.check_session(_check_session_id(msg.session_id))
+        expected = check_version(msg.expected_version)
+        self.tree.check_session(check_session_id(msg.session_id))
         return None, self.tree.delete(path, expected)
 
     def _on_get_children(self, msg: GetChildren) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
-        self.tree.check_session(_check_session_id(msg.session_id))
+        self.tree.check_session(check_session_id(msg.session_id))
         return self.tree.children(path), []
 
     def _on_delete_recursive(self, msg: DeleteRecursive) -> tuple[Any, list[Notification]]:
@@ -350,7 +357,7 @@ class MetadataStore(Actor):
         return beat_deadline if beat_deadline > deadline else deadline
 
     def _on_close_session(self, msg: CloseSession) -> tuple[Any, list[Notification]]:
-        session_id = _require_session_id(msg.session_id, "CloseSession(session_id)")
+        session_id = require_session_id(msg.session_id, "CloseSession(session_id)")
         live = self._deadlines.pop(session_id, None) is not None
         self._beats.pop(session_id, None)
         self._pings.pop(session_id, None)
@@ -360,7 +367,7 @@ class MetadataStore(Actor):
         return None, self.tree.end_session(session_id)
 
     def _on_expire_session(self, msg: ExpireSession) -> tuple[Any, list[Notification]]:
-        session_id = _require_session_id(msg.session_id, "ExpireSession(session_id)")
+        session_id = require_session_id(msg.session_id, "ExpireSession(session_id)")
         live = session_id in self._deadlines
         return live, self._expire(session_id) if live else []
 
@@ -550,7 +557,7 @@ class MetadataStore(Actor):
                 continue
             try:
                 for note in notes:
-                    if _under_any(note.path, prefixes):
+                    if under_any(note.path, prefixes):
                         target.tell(note)
                         self.stats["notifications"] += 1
             except ActorDead:
@@ -560,42 +567,3 @@ class MetadataStore(Actor):
 
     def _now_ms(self) -> int:
         return self.system.clock.now_ms()
-
-
-# ---------------------------------------------------------------------------------------------
-# Argument checks (messages are not validated on construction)
-# ---------------------------------------------------------------------------------------------
-
-
-def _under_any(path: str, prefixes: dict[str, None]) -> bool:
-    for prefix in prefixes:
-        if prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/":
-            return True
-    return False
-
-
-def _check_data(data: object) -> bytes:
-    if not isinstance(data, bytes):
-        raise TypeError(f"data must be bytes (encode str or JSON first), "
-                        f"got {type(data).__name__}: {data!r:.60}")
-    return data
-
-
-def _check_version(version: object) -> int:
-    if isinstance(version, bool) or not isinstance(version, int) or version < -1:
-        raise ValueError(
-            f"expected_version = {version!r}: must be an int >= 0, or -1 for any version"
-        )
-    return version
-
-
-def _check_session_id(session_id: object) -> int | None:
-    if session_id is None:
-        return None
-    return _require_session_id(session_id, "session_id")
-
-
-def _require_session_id(session_id: object, argument: str) -> int:
-    if isinstance(session_id, bool) or not isinstance(session_id, int):
-        raise TypeError(f"{argument} must be an int from OpenSession, got {session_id!r}")
-    return session_id
