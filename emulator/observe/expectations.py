@@ -63,6 +63,13 @@ def _window(x: Any, scenario: Any, length: float) -> tuple[float, float, str]:
     return start, min(end, length), f"{_dur(start)}..{_dur(end) if x.to is not None else 'end'}"
 
 
+_SAME_INSTANT = 1e-9
+"""Seconds within which the event loop counts two instants as one (the virtual loop's clock resolution,
+asyncio's `clock_resolution`): a scenario event at a window's end offset may fire up to this much before
+`t0 + offset` (a timer due then runs with the one an ulp earlier), so a window that ends at an offset
+ends that much earlier: what the event at its end starts is outside it, as the scenario means."""
+
+
 def evaluate(scenario: Any, timeline: Timeline, derived: Any = None) -> list[ExpectResult]:
     """Check every [[expect]] of `scenario` on `timeline` (a finished run; `derived`: its
     `kpis.facts`, if made)."""
@@ -74,7 +81,8 @@ def evaluate(scenario: Any, timeline: Timeline, derived: Any = None) -> list[Exp
     cut = length < nominal - 1e-6           # ended early: --duration or a signal
     windows = [_window(x, scenario, length) for x in scenario.expect]
     full = [_window(x, scenario, nominal)[1] for x in scenario.expect]
-    scopes = [Scope(t0 + s, t0 + max(s, e), e >= length) for s, e, _ in windows]
+    scopes = [Scope(t0 + s, t0 + max(s, e - _SAME_INSTANT) if e < length else t0 + max(s, e), e >= length)
+              for s, e, _ in windows]
     values = compute(timeline, scopes, derived=derived)
     out = []
     for i, (x, (start, end, text), kpis) in enumerate(zip(scenario.expect, windows, values)):

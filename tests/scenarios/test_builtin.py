@@ -38,15 +38,18 @@ def collect(cluster: Any, *types: type[Event]) -> list[Any]:
 
 
 def without_latencies(scenario: Any) -> Any:
-    """The scenario with every operation latency 0 ([latency] all "0"), the emulator before issue 19.
+    """The scenario with every operation latency 0 ([latency] all "0") and every shared capacity
+    unlimited ([capacity] as `Capacity.unlimited()`): the emulator before issues 19 and 27.
 
     The decisions these tests assert were written against it; with the calibrated latencies the
     leader's hand-over leaves a window in which followers decide locally (see issue 19's report)."""
     import msgspec
 
+    from emulator.cluster.capacity import Capacity
     from emulator.cluster.latency import LATENCY_NAMES
 
-    return msgspec.structs.replace(scenario, latency={name: 0 for name in LATENCY_NAMES})
+    return msgspec.structs.replace(scenario, latency={name: 0 for name in LATENCY_NAMES},
+                                   capacity=msgspec.to_builtins(Capacity.unlimited()))
 
 
 def decisions(run: Any, name: str) -> list[dict]:
