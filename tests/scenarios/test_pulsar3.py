@@ -60,7 +60,7 @@ def test_pulsar3_full_sizes_are_the_published_setups():
 
 def test_pulsar3_scale_up__new_brokers_take_bundles_then_moves_stop():
     r = run("pulsar3-scale-up")
-    assert r.figure is not None and 0 < r.figure < 10 * 60, r
+    assert r.figure is not None and 0 < r.figure < 25 * 60, r
     assert r.details["moves"] >= 1 and r.details["bundles_min"] >= 1   # every new broker got some
 
 
