@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import anyio
 
+from emulator.cluster.capacity import Capacity
+from emulator.cluster.cluster import ClusterSettings
 from emulator.model.config import ServiceConfig
 from emulator.observe.metrics import ClusterMetrics
 from emulator.runtime import VirtualEventLoop
@@ -24,7 +26,9 @@ SUFFIX = {"counter": "_total"}
 async def _families(load_manager: str) -> dict[str, tuple[str, frozenset[str], str]]:
     """Exposed name -> (type, label names, help) of every family one short run exports."""
     conf = ServiceConfig(expose_bundles_metrics_in_prometheus=True, load_manager_class_name=load_manager)
-    async with emulated_cluster(2, seed=41, namespaces={"public/default": 2}, conf=conf) as cluster:
+    settings = ClusterSettings(capacity=Capacity())   # the shared capacities' queues export too
+    async with emulated_cluster(2, seed=41, namespaces={"public/default": 2}, conf=conf,
+                                settings=settings) as cluster:
         metrics = ClusterMetrics(cluster)
         client = cluster.add_client()
         client.create_handles([f"persistent://public/default/t-{i}" for i in range(4)])

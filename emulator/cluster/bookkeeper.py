@@ -98,9 +98,17 @@ class Bookies:
             return 0.0
         if now - self._util_at >= c.utilisation_refresh:
             self._util_at = now
-            load = self.publish_bytes() * c.write_quorum / (len(self.queues) * c.write_throughput)
-            self._util = min(max(load, 0.0), c.max_utilisation)
+            self._util = self.current_utilisation()
         return self._util
+
+    def current_utilisation(self) -> float:
+        """The publish traffic's share now, read without touching the value the opens use (for
+        observers: a metrics read must not move the instant of the next refresh)."""
+        c = self.capacity
+        if not self.queues or c.write_throughput <= 0:
+            return 0.0
+        load = self.publish_bytes() * c.write_quorum / (len(self.queues) * c.write_throughput)
+        return min(max(load, 0.0), c.max_utilisation)
 
     def request(self, now: float, bookie: int) -> float:
         """One request to `bookie` arriving now: its finish instant."""

@@ -42,6 +42,9 @@ Names, types, labels and units follow spec pulsar-metrics.md §A:
   msg_throughput_in,msg_throughput_out}{cluster,broker,bundle,metric="bundle"}` when the conf's
   `exposeBundlesMetricsInPrometheus` is true.
 
+The shared capacities (issue 27: ZooKeeper, bookies, broker executors) and
+`pulsar_broker_topic_load_pending_requests`: `emulator.observe.capacity_metrics`.
+
 Emulator additions (`pulsar_lb_emulator_*`): emulated time, the weighted max usage the load manager uses,
 bundle counts, the leader, leader elections, bundle moves, reconnects and their latency, unavailable
 topic-seconds, disconnected handles, client-side lookups and redirects per lookup, load-report age at
@@ -88,6 +91,7 @@ from emulator.cluster.events import (
     Unload,
 )
 from emulator.model.outages import TopicOutages
+from emulator.observe.capacity_metrics import capacity_families, capacity_values
 from emulator.observe.event_marks import EventMarks
 from emulator.observe.loaded_topics import LoadedTopics
 from emulator.observe.extensible_metrics import DOCS as EXTENSIBLE_DOCS
@@ -526,6 +530,9 @@ class _ClusterCollector:
             loads.add_metric((name, broker_id), count_value=tally.topic_loads.get(broker_id, 0), sum_value=0.0)
         yield loads
 
+        # --- shared capacities (issue 27): queues, topic-load permits, expiries, fencing --------
+        yield from capacity_families(cluster, k, live, now)
+
         # --- emulator additions -----------------------------------------------------------------
         C = ("cluster",)
         for family, metric_name, doc, value in (
@@ -641,6 +648,7 @@ class _ClusterCollector:
             extend((tally.assignments[decider], 0.0))
         for broker_id in live_ids:
             extend((tally.topic_loads.get(broker_id, 0), 0.0))
+        extend(capacity_values(cluster, list(zip(live_ids, live)), now))
         counts = cluster.events.counts
         extend((counts["leader_elected"], tally.bundle_moves, tally.reconnects, tally.disconnects,
                 tally.unavailable_seconds(now)))

@@ -365,3 +365,40 @@ async def test_cached_rows_equal_the_families_value_and_type_across_layout_chang
         assert key_lists[1] is key_lists[0] and key_lists[5] is key_lists[4]
         assert len(key_lists[5]) < len(key_lists[0])      # the dead broker's series are gone
         metrics.close()
+
+
+@pytest.mark.asyncio
+async def test_capacity_queues_show_a_storm_and_the_fast_rows_equal_the_families():
+    """With the calibrated capacities, a lookup storm fills the ZooKeeper leader's and the brokers'
+    queues (pulsar_lb_emulator_capacity_*), the recorder's fast rows equal building every family, and
+    reading them changes nothing: the same run unobserved ends in the same ownership."""
+    from emulator.cluster.capacity import Capacity
+    from emulator.cluster.cluster import ClusterSettings
+    from emulator.observe.metrics import _ROWS
+
+    async def storm(observe: bool) -> tuple[dict[str, str], float, float]:
+        settings = ClusterSettings(capacity=Capacity())
+        conf = ServiceConfig(metadata_store_batching_enabled=False)
+        async with emulated_cluster(4, seed=13, namespaces={NS: 64}, settings=settings, conf=conf) as cluster:
+            metrics = ClusterMetrics(cluster) if observe else None
+            client = cluster.add_client()
+            client.create_handles(topics(400))
+            peak = jobs = 0.0
+            for _ in range(40):
+                await anyio.sleep(0.002)
+                if metrics is not None:
+                    rows = metrics.rows()
+                    families = [row for family in metrics._collector.families(_ROWS) for row in family.rows]
+                    assert _typed(rows) == _typed(families)
+                    queued = {k[2]: v for k, v in rows if k[0] == "pulsar_lb_emulator_capacity_queued"}
+                    peak = max(peak, queued[(cluster.name, "", "zookeeper-leader")])
+            await cluster.wait_until(lambda: client.connected_count() == 400)
+            if metrics is not None:
+                jobs = metrics.value("pulsar_lb_emulator_capacity_jobs_total", cluster=cluster.name, broker="",
+                                     queue="zookeeper-leader") or 0.0
+                metrics.close()
+            return dict(cluster.ownership()), peak, jobs
+
+    owners, peak, jobs = await storm(observe=True)
+    assert peak > 0 and jobs >= 64, "the leader's queue held writes during the storm"
+    assert (await storm(observe=False))[0] == owners
