@@ -40,6 +40,7 @@ class FakeHost:
         self.closes: list[tuple[float, str, bool, str | None]] = []
         self.splits: list[tuple[float, str]] = []
         self.split_conflicts = 0
+        self.underway: set[str] = set()   # split_underway: parents whose split is in flight
         self.hang_closes: set[str] = set()
         self.channel: ServiceUnitStateChannel | None = None
 
@@ -74,7 +75,13 @@ class FakeHost:
         self.splits.append((self._now(), parent))
 
     def split_underway(self, parent: str, underway: bool) -> None:
-        pass
+        if underway:
+            self.underway.add(parent)
+        else:
+            self.underway.discard(parent)
+
+    def splits_underway(self) -> set[str]:
+        return self.underway
 
     async def is_healthy(self, broker: str) -> bool:
         host = self.cluster.hosts.get(broker)

@@ -314,6 +314,28 @@ async def test_a_split_owns_the_children_on_the_source_and_deletes_the_parent() 
 
 
 @pytest.mark.asyncio
+async def test_a_split_that_gives_up_leaves_the_children_owned_and_the_parent_splitting() -> None:
+    """splitServiceUnitOnceAndRetry after BUNDLE_SPLIT_RETRY_LIMIT BadVersions: ownChildBundles ran
+    first, so the children stay Owned and the parent Splitting (Pulsar's own state until
+    monitorOwnerships redoes the split); the source keeps the parent underway meanwhile, which is
+    how the invariant checker reads the two ranges on one broker as a split in flight."""
+    async with cluster() as c:
+        parent = f"{NS}/0x00000000_0xffffffff"
+        c.bundles[NS] = {parent}
+        answers = await assign_all(c, [parent])
+        src = answers[parent][0]
+        c.hosts[src].split_conflicts = 100
+        children = {"0x00000000_0x7fffffff": None, "0x7fffffff_0xffffffff": None}
+        await c.channel(src).publish_split(Split(parent, src, children))
+        await anyio.sleep(2)
+        table = c.table()
+        assert table[parent].state is S.SPLITTING
+        assert all(table[f"{NS}/{child}"].state is S.OWNED for child in children)
+        assert c.bundles[NS] == {parent}, "the namespace's bundles were never updated"
+        assert c.hosts[src].underway == {parent}
+
+
+@pytest.mark.asyncio
 async def test_a_restarted_broker_reads_the_compacted_table_and_serves_its_bundles_again() -> None:
     async with cluster() as c:
         await assign_all(c, BUNDLES)

@@ -26,7 +26,7 @@ calls and what they do here, on the broker's OwnershipCache entries (ownership.p
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Any
 
 import anyio
@@ -153,6 +153,9 @@ class BrokerChannelHost:
             self.broker.splitting.add(parent)
         else:
             self.broker.splitting.discard(parent)
+
+    def splits_underway(self) -> AbstractSet[str]:
+        return self.broker.splitting
 
     def _hand_over(self, parent: str, children: list[str]) -> None:
         """The parent's topics go to the children's entries, clients attached; the parent's entry goes."""

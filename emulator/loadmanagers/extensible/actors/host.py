@@ -11,7 +11,7 @@ next to a fake one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Protocol
 
 __all__ = ["BundleSplitConflict", "ChannelHost"]
@@ -52,6 +52,10 @@ class ChannelHost(Protocol):
         """`splitServiceUnit` began (True) or ended (False) for `parent` on this broker: in between
         the children's Owned values may reach this broker before `split` hands the parent over, and
         it serves both a while, as Pulsar's does (the invariant checker's `splitting`)."""
+        ...
+
+    def splits_underway(self) -> "AbstractSet[str]":
+        """The parents `split_underway` marked and did not unmark yet."""
         ...
 
     async def is_healthy(self, broker: str) -> bool:
