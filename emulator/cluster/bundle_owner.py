@@ -15,7 +15,7 @@ from emulator.model.bundles import parse_bundle, topic_hash
 from emulator.runtime import Actor, ActorSystem, Reply
 
 from .load_source import TopicLoad, TopicTable
-from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind, TopicFenced
+from .messages import Attach, CloseHandle, CloseTopics, Detach, HandleKind, SendError, TopicFenced
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bookkeeper import Bookies
@@ -130,13 +130,24 @@ class BundleOwner(Actor):
         """PersistentTopic.addFailed(ManagedLedgerFencedException) -> close(): another broker's open
         fenced this topic's ledger. Every producer and consumer of the topic is told CloseHandle (they
         reconnect after a backoff and resend what is pending) and the topic leaves this broker at once
-        (its ledger is not closed: the fencer recovers it). Returns the handles disconnected."""
+        (its ledger is not closed: the fencer recovers it). The failed add also completes its publish
+        callback with the error, so each producing client gets a SendError, and the Java client closes
+        that whole connection (ClientCnx.handleSendError): its other producers and consumers on this
+        broker reconnect too. Choice: every producer counts as having a send in flight (the traffic is
+        continuous). Returns the handles of the topic disconnected."""
         handles = self._handles.pop(topic, set())
         network = self.network
+        producing: set[str] = set()
         for client, hid, kind in sorted(handles):
             actor = network.client(client) if network is not None else None
             if actor is not None:
                 actor.tell(CloseHandle(topic, hid, kind))
+                if kind is HandleKind.PRODUCER:
+                    producing.add(client)
+        for client in sorted(producing):
+            actor = network.client(client) if network is not None else None
+            if actor is not None:
+                actor.tell(SendError(self.broker_id, "PersistenceError: ledger fenced"))
         if self.topics.pop(topic, None) is not None:
             self.topics.version += 1
         return len(handles)

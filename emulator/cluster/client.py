@@ -54,6 +54,7 @@ from .messages import (
     LookupTopic,
     LookupTopicResponse,
     LookupType,
+    SendError,
     ServerError,
 )
 from .network import Network
@@ -268,6 +269,8 @@ class PulsarClient(Actor):
                                                     reason="topic fenced for transfer"))
         elif kind is ConnectionClosed:
             self.close_connection(msg.broker_id, reason="connection dropped")
+        elif kind is SendError:   # ClientCnx.handleSendError: any other error closes the connection
+            self.close_connection(msg.broker_id, reason="send error: " + msg.error)
         else:
             raise TypeError(f"{self.name}: unexpected message {kind.__name__}")
 

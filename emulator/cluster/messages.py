@@ -124,6 +124,16 @@ class TopicFenced(msgspec.Struct, frozen=True):
     kind: HandleKind
 
 
+class SendError(msgspec.Struct, frozen=True):
+    """CommandSendError from `broker_id` for a producer's pending send (PersistentTopic.addFailed: the
+    publish callback completes with the error, Producer.MessagePublishContext sends it). The Java client
+    (ClientCnx.handleSendError) closes the whole connection for any error but ChecksumError and
+    TopicTerminatedError, so every producer and consumer on it reconnects and resends."""
+
+    broker_id: str
+    error: str
+
+
 class ConnectionClosed(msgspec.Struct, frozen=True):
     """The TCP connection to a broker dropped (crash, or the client closed it after ServiceNotReady)."""
 

@@ -17,6 +17,7 @@ from emulator.testing import emulated_cluster
 NS = "public/default"
 BUNDLE = f"{NS}/0x00000000_0xffffffff"
 TOPIC = f"persistent://{NS}/t-0"
+OTHER = f"persistent://{NS}/t-1"
 
 
 async def _never_notices() -> None:
@@ -29,7 +30,8 @@ async def test_the_second_owner_fences_the_first_whose_producers_reconnect() -> 
         acc = publish_accounting(cluster)
         first = cluster.add_client("first")
         first.create_handles((TOPIC,), per_topic=3)
-        await cluster.wait_until(lambda: first.connected_count() == 3)
+        first.create_handles((OTHER,))          # same client, same broker, a topic nobody else opens
+        await cluster.wait_until(lambda: first.connected_count() == 4)
         victim = cluster.owner_of(BUNDLE)
         others = sorted(b for b in cluster.live_brokers() if b != victim)
         cluster.brokers[victim]._on_session_lost = _never_notices   # type: ignore[method-assign]
@@ -53,7 +55,10 @@ async def test_the_second_owner_fences_the_first_whose_producers_reconnect() -> 
         bookies = cluster.bookies
         assert bookies.fenced >= 1 and bookies.fenced_topics >= 1 and bookies.fenced_handles >= 3
         assert len(downs) >= 3 and all(d.reason == "closed by broker" for d in downs[:3])
-        await cluster.wait_until(lambda: len(backs) >= 3)
+        # the failed add's SendError closed the client's whole connection (ClientCnx.handleSendError):
+        # the other topic's producer, never fenced, reconnects too
+        assert any(d.topic == OTHER and d.reason.startswith("send error") for d in downs)
+        await cluster.wait_until(lambda: len(backs) >= 4)
         # both still believe they own the bundle: the checker reports it
         found = InvariantChecker(cluster).check_now()
         assert any(v.invariant == "single-owner" and set(v.brokers) == {victim, new_owner} for v in found)
