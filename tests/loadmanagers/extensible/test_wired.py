@@ -206,3 +206,30 @@ async def _run_once(seed: int) -> list[tuple[str, str]]:
 @pytest.mark.asyncio
 async def test_the_same_seed_gives_the_same_assignments():
     assert await _run_once(21) == await _run_once(21)
+
+
+@pytest.mark.asyncio
+async def test_a_bundle_owned_again_while_its_close_is_under_way_is_served_once_the_close_is_done():
+    """The channel still says this broker owns a bundle whose close is running (a producer reconnecting
+    early, a Releasing overridden back): nothing is served until the close is done, as Pulsar refuses
+    producers on closing topics, and then a fresh owner serves it; never a second actor of the same
+    name (which crashed the channel in the 100-broker restart once closes took time)."""
+    from emulator.cluster.cluster import ClusterSettings
+    from emulator.cluster.latency import Latencies
+
+    slow = ClusterSettings(latency=Latencies.zero(bundle_close=2.0))
+    async with emulated_cluster(3, seed=11, conf=conf(), namespaces={NS: 4}, settings=slow) as cluster:
+        client = await connected(cluster, 20)
+        bundle, owner = sorted(cluster.ownership().items())[0]
+        host = manager(cluster, owner).host
+        broker = cluster.brokers[owner]
+        old = broker.owned[bundle].actor
+        broker.start_soon(host.close, bundle, True, None)
+        await anyio.sleep(0.5)
+        assert old.alive and not broker.owned[bundle].active
+        assert host.own_now(bundle) is False and broker.owned[bundle].actor is old   # still closing
+        await anyio.sleep(2.0)
+        assert not old.alive
+        assert host.own_now(bundle) is True and broker.owned[bundle].actor is not old
+        await cluster.wait_until(lambda: client.connected_count() == 20, timeout=120)
+        assert cluster.system.failures == []

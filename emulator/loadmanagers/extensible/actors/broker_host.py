@@ -66,14 +66,20 @@ class BrokerChannelHost:
     async def own(self, bundle: str) -> None:
         self._own(bundle)
 
-    def own_now(self, bundle: str) -> None:
-        """`own`, at once (the channel says this broker owns the bundle)."""
-        self._own(bundle)
+    def own_now(self, bundle: str) -> bool:
+        """`own`, at once (the channel says this broker owns the bundle); False while a close of it
+        is still under way here (nothing is served until it is done)."""
+        return self._own(bundle).active
 
     def _own(self, bundle: str) -> OwnedBundle:
         b = self.broker
         owned = b.owned.get(bundle)
         if owned is not None and owned.active:
+            return owned
+        if owned is not None and owned.actor is not None and owned.actor.alive:
+            # its close is under way: Pulsar's BrokerService still holds the closing topics, and a
+            # producer that reaches them meanwhile is refused ("topic is being unloaded": the client
+            # retries); once the close has dropped the bundle, the next `own` serves it again
             return owned
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         owned = b.owned[bundle] = OwnedBundle(bundle, fut)

@@ -430,8 +430,7 @@ class ExtensibleLoadManagerWrapper(ExtensibleSelection, ExtensibleAdmin, Extensi
             return False
         if owner != self.broker.broker_id:
             return False
-        self.host.own_now(bundle)
-        return True
+        return self.host.own_now(bundle)
 
     def is_centralized(self) -> bool:
         return False
