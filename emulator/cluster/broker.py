@@ -76,6 +76,7 @@ from .messages import (
     WarmStart,
 )
 from .metadata_client import MetadataClient, MetadataStoreError
+from .metadata_store import MetadataStore
 from .metadata_messages import Notification, SessionEvent
 from .namespace_service import NamespaceService
 from .network import Network, host_of, service_url_of, web_url_of
@@ -360,7 +361,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         for broker in self.available_brokers:
             if broker == created or not view.known(broker):
                 store = store or self.system.get(self.md.store_name)
-                data = store.peek(paths.broker_path(broker)) if store is not None else None
+                data = store.peek(paths.broker_path(broker)) if isinstance(store, MetadataStore) else None
                 if data is not None:
                     read[broker] = data
         view.update(self.available_brokers, read)

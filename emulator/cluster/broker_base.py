@@ -14,6 +14,7 @@ from __future__ import annotations
 from emulator.model.config import ServiceConfig
 from emulator.runtime import Actor
 
+from .capacity import Capacity
 from .decoded import DecodeCache
 from .events import ClusterEvents
 from .latency import LatencySampler
@@ -49,6 +50,7 @@ class BrokerBase(Actor):
     load_source: LoadSource
     decoded: DecodeCache
     latency: LatencySampler
+    capacity: Capacity      # the shared capacities (capacity.py): this broker's executors' part
     stats: BrokerStats
     closing: bool
     report_interval: float

@@ -44,6 +44,6 @@ class Capacity(msgspec.Struct, frozen=True, kw_only=True):
 
 
 CAPACITY_PARTS: dict[str, type[msgspec.Struct]] = {
-    f.name: f.type for f in msgspec.structs.fields(Capacity)  # type: ignore[misc]
+    f.name: f.type for f in msgspec.structs.fields(Capacity)
 }
 """`[capacity.<part>]` table name -> its Struct."""

@@ -2,30 +2,27 @@
 
 Follows pulsar-protocol.md §1.5 and §7 (client part):
 * a lookup starts at a broker of the service URL list (round robin from a seeded random start, as
-  PulsarServiceNameResolver), non-authoritative; each Redirect is followed with the authoritative flag it
-  carries, at most `max_lookup_redirects` (20) times; Connect ends it; Failed fails it (no retry inside the
-  lookup); concurrent lookups of one topic share one (BinaryProtoLookupService.lookupInProgress);
+  PulsarServiceNameResolver), non-authoritative; each Redirect is followed with the authoritative flag it carries,
+  at most `max_lookup_redirects` (20) times; Connect ends it; Failed fails it (no retry inside the lookup);
+  concurrent lookups of one topic share one (BinaryProtoLookupService.lookupInProgress);
 * a producer/consumer then attaches to the answered broker; any failure re-runs the whole lookup after
-  `backoff.next()` (100 ms doubling to 60 s, 10 % jitter, a producer's mandatory stop at sendTimeout
-  - 100 ms); creation gives up after lookupTimeoutMs (= operationTimeoutMs, 30 s), a created handle
-  retries forever. Sends during a reconnect (HandleDisconnected..HandleReconnected) wait in the
-  pending queue and fail by sendTimeout: emulator/observe/publish.py counts them;
-* ServiceNotReady in a lookup answer closes the connection it came over (ClientCnx.checkServerError):
-  a broker's own connection, so every handle attached there reconnects, or, for a "service" client's
-  first hop, its pooled connection to the service name only; TooManyRequests, or a lookup that timed
-  out (PR #11688), closes it at the 51st within 60 s. An attach error (CommandError) fails that attach
-  and closes nothing (ClientCnx.handleError);
-* a connection sends `concurrentLookupRequest` lookups at once, queues more up to `maxLookupRequest`,
-  fails the rest in the client with TooManyRequests (ClientCnx.newLookup; connection_pool.py);
+  `backoff.next()` (100 ms doubling to 60 s, 10 % jitter, a producer's mandatory stop at sendTimeout - 100 ms);
+  creation gives up after lookupTimeoutMs (= operationTimeoutMs, 30 s), a created handle retries forever. Sends
+  during a reconnect (HandleDisconnected..HandleReconnected) wait in the pending queue and fail by sendTimeout:
+  emulator/observe/publish.py counts them;
+* ServiceNotReady in a lookup answer closes the connection it came over (ClientCnx.checkServerError): a broker's own
+  connection, so every handle attached there reconnects, or, for a "service" client's first hop, its pooled
+  connection to the service name only; TooManyRequests, or a lookup that timed out (PR #11688), closes it at the
+  51st within 60 s. An attach error (CommandError) fails that attach and closes nothing (ClientCnx.handleError);
+* a connection sends `concurrentLookupRequest` lookups at once, queues more up to `maxLookupRequest`, fails the rest
+  in the client with TooManyRequests (ClientCnx.newLookup; connection_pool.py);
 * a broker-initiated close (unload) or a dropped connection (crash) reconnects after `backoff.next()`.
 
-Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of
-Pulsar's ConnectionHandler: `_grab_cnx` (grabCnx), `_on_broker` and `_attach` (getConnection, then
-connectionOpened), `_connection_failed` (connectionFailed, then reconnectLater) and `_connection_lost`
-(connectionClosed). The client's connections (which brokers it holds one to, the service-name
-connection, TooManyRequests counts) are its `ConnectionPool` (connection_pool.py); each handle's backoff
-is a `Backoff` (backoff.py).
-"""
+Each handle's way to a broker is the state machine `Phase` (below), moved by callbacks in the order of Pulsar's
+ConnectionHandler: `_grab_cnx` (grabCnx), `_on_broker` and `_attach` (getConnection, then connectionOpened),
+`_connection_failed` (connectionFailed, then reconnectLater) and `_connection_lost` (connectionClosed). The client's
+connections (which brokers it holds one to, the service-name connection, TooManyRequests counts) are its
+`ConnectionPool` (connection_pool.py); each handle's backoff is a `Backoff` (backoff.py)."""
 
 from __future__ import annotations
 
@@ -234,9 +231,8 @@ class PulsarClient(Actor):
         self.in_flight: dict[int, LookupRecord] = {}
         self.records: list[LookupRecord] = []
         self._connected = 0   # handles in state "connected": counted, not scanned (waits poll it)
-        # broker id -> ids of the handles attached there since the last scan (a superset of those
-        # still attached: `close_connection` checks each), so that closing a connection does not
-        # walk every handle of the client (100 brokers x 1,000 handles at each broker's restart)
+        # broker id -> ids of the handles attached there since the last scan (a superset: checked on
+        # close), so that a connection's close does not walk every handle (100 brokers x 1,000 handles)
         self._attached_at: dict[str, set[int]] = {}
 
     async def on_start(self) -> None:
@@ -306,10 +302,9 @@ class PulsarClient(Actor):
 
     # ------------------------------------------------------------------ the connect path (Phase)
 
-    # Connecting is written as callbacks (Actor.call_later / ask_then), not as a task per handle:
-    # a storm holds every producer's attempt at once (100,000 after a cluster restart), and a task
-    # with its coroutine frames per producer was most of the client's cost and of the collector's
-    # work. Each step below is one transition of `Phase`, in ConnectionHandler's order.
+    # Connecting is written as callbacks (Actor.call_later / ask_then), not as a task per handle: a
+    # storm holds every producer's attempt at once (100,000 after a cluster restart), and a task per
+    # producer was most of the client's cost. Each step below is one transition of `Phase`, in order.
 
     def _grab_cnx(self, h: Handle) -> None:
         """grabCnx, when the backoff has passed: BACKING_OFF -> LOOKING_UP (the topic's lookup, which
@@ -500,8 +495,10 @@ class PulsarClient(Actor):
         else:
             self._lookup_ask(lookup, lookup.broker)
 
-    def _lookup_ask(self, lookup: _Lookup, broker: Actor) -> None:
+    def _lookup_ask(self, lookup: _Lookup, broker: Actor | None) -> None:
         try:
+            if broker is None:   # never: `_lookup_send` sets it before a hop goes
+                raise ActorDead(lookup.address, "no broker")
             broker.ask_then(LookupTopic(lookup.topic, lookup.authoritative, lookup.rid,
                                         f"{self.name}/{lookup.cnx}"),
                             self._on_lookup_response, lookup, broker, asker=self,
