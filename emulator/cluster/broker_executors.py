@@ -31,7 +31,7 @@ from emulator.model.config import ServiceConfig
 
 from .capacity_broker import BrokerCapacity
 from .latency import Constant, Distribution
-from .service_queue import ServiceQueue
+from .service_queue import QueueTotals, ServiceQueue
 
 __all__ = ["BrokerExecutors"]
 
@@ -43,7 +43,7 @@ def _costs_nothing(d: Distribution) -> bool:
 class BrokerExecutors:
     """One broker's I/O threads, its assignment lock and its web threads."""
 
-    __slots__ = ("_rng", "_cpu", "io_threads", "assignment", "http", "_io_of", "_next_io")
+    __slots__ = ("_rng", "_cpu", "io_threads", "io", "assignment", "http", "_io_of", "_next_io")
 
     def __init__(self, name: str, capacity: BrokerCapacity, conf: ServiceConfig,
                  rng: random.Random) -> None:
@@ -53,6 +53,7 @@ class BrokerExecutors:
         io = conf.num_io_threads or 2 * cores             # Netty: 0 threads = 2 x availableProcessors
         http = conf.num_http_server_threads or max(8, 2 * cores)
         self.io_threads = [ServiceQueue(f"{name}/io-{i}", 1) for i in range(io)]
+        self.io = QueueTotals(self.io_threads)   # the I/O threads counted together, for the metrics
         self.assignment = ServiceQueue(f"{name}/assignment", 1)
         self.http = ServiceQueue(f"{name}/http", http)
         self._io_of: dict[str, ServiceQueue] = {}

@@ -153,6 +153,7 @@ class MetadataStore(Actor):
         self._reaper_running = False
         self._session_listeners: dict[int, str] = {}  # session -> owner told of SessionLost
         self._watches: dict[str, dict[str, None]] = {}  # subscriber -> prefixes, insertion order
+        self._watch_roots: dict[str, int] = {}   # top-level node name -> prefixes under it ("" for "/")
         self._outbox: deque[_Outgoing] = deque()
         self._outbox_last_due = 0.0
         self._pump_running = False
@@ -377,7 +378,11 @@ class MetadataStore(Actor):
             raise ValueError(
                 f"Watch(subscriber={msg.subscriber!r}): no running actor has this name"
             )
-        self._watches.setdefault(msg.subscriber, {})[prefix] = None
+        prefixes = self._watches.setdefault(msg.subscriber, {})
+        if prefix not in prefixes:
+            prefixes[prefix] = None
+            root = _root(prefix)
+            self._watch_roots[root] = self._watch_roots.get(root, 0) + 1
         # as ZooKeeper's getChildren(path, watch): the watch is set and the children come back
         return self.tree.children(prefix), []
 
@@ -549,6 +554,11 @@ class MetadataStore(Actor):
     def _notify(self, notes: list[Notification]) -> None:
         """Tell each watcher, in change order, the notifications under its prefixes; a watcher
         that is no longer running loses its watches silently."""
+        roots = self._watch_roots
+        if "" not in roots:   # nobody watches "/": only notes under a watched top-level node can match
+            notes = [n for n in notes if _root(n.path) in roots]
+            if not notes:
+                return
         gone: list[str] = []
         for subscriber, prefixes in self._watches.items():
             target = self.system.get(subscriber)
@@ -563,7 +573,21 @@ class MetadataStore(Actor):
             except ActorDead:
                 gone.append(subscriber)
         for subscriber in gone:
-            del self._watches[subscriber]
+            for prefix in self._watches.pop(subscriber):
+                self._unroot(prefix)
+
+    def _unroot(self, prefix: str) -> None:
+        root = _root(prefix)
+        left = self._watch_roots[root] - 1
+        if left:
+            self._watch_roots[root] = left
+        else:
+            del self._watch_roots[root]
 
     def _now_ms(self) -> int:
         return self.system.clock.now_ms()
+
+
+def _root(path: str) -> str:
+    """A path's top-level node name ("" for "/"): a prefix can only match paths under its own root."""
+    return path[1:].split("/", 1)[0]

@@ -43,8 +43,9 @@ def validate_path(path: object, argument: str = "path") -> str:
         return path
     if not path.startswith("/") or path.endswith("/"):
         raise ValueError(f"{argument} = {path!r}: a path starts with '/' and does not end with '/'")
-    parts = path.split("/")[1:]
-    if any(part in ("", ".", "..") or "\x00" in part for part in parts):
+    # a part is empty ("//"), "." or ".." ("/./", "/../" once the path ends with "/"), or holds a NUL
+    slashed = path + "/"
+    if "//" in path or "/./" in slashed or "/../" in slashed or "\x00" in path:
         raise ValueError(f"{argument} = {path!r}: empty, '.' and '..' path parts are not allowed")
     return path
 

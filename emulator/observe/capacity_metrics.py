@@ -28,14 +28,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
-    from emulator.cluster.service_queue import ServiceQueue
 
 __all__ = ["capacity_families", "capacity_values"]
 
 _Q = ("cluster", "broker", "queue")
 
 
-def _queues(cluster: "Cluster", live: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str, list["ServiceQueue"]]]:
+def _queues(cluster: "Cluster", live: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str, list[Any]]]:
     """(broker label, queue label, the queues summed into it), in a fixed order."""
     ensemble = getattr(cluster.store, "ensemble", None)
     if ensemble is not None:
@@ -50,9 +49,23 @@ def _queues(cluster: "Cluster", live: Iterable[tuple[str, Any]]) -> Iterator[tup
         ex = getattr(broker, "executors", None)
         if ex is None:
             continue
-        for label, queues in (("io", ex.io_threads), ("assignment", [ex.assignment]), ("http", [ex.http])):
+        for label, queues in (("io", [ex.io]), ("assignment", [ex.assignment]), ("http", [ex.http])):
             if any(not q.unlimited for q in queues):
                 yield broker_id, label, queues
+
+
+def _group(queues: list[Any], now: float) -> tuple[int, int, float, float]:
+    """(queued, jobs, wait seconds, busy seconds) of queues summed into one series, in one pass; a
+    queue that never had a job adds nothing (most of a broker's I/O threads, most of the time)."""
+    queued = jobs = 0
+    waited = busy = 0.0
+    for q in queues:
+        if q.admitted:
+            queued += q.queued(now)
+            jobs += q.admitted
+            waited += q.waited
+            busy += q.busy
+    return queued, jobs, waited, busy
 
 
 def capacity_families(cluster: "Cluster", k: Any, live: list[tuple[str, Any]], now: float) -> Iterator[Any]:
@@ -67,10 +80,11 @@ def capacity_families(cluster: "Cluster", k: Any, live: list[tuple[str, Any]], n
                      "Server-seconds of service of a shared capacity", labels=_Q)
     for broker_id, label, queues in _queues(cluster, live):
         labels = (name, broker_id, label)
-        queued.add_metric(labels, sum(q.queued(now) for q in queues))
-        jobs.add_metric(labels, sum(q.admitted for q in queues))
-        waited.add_metric(labels, sum(q.waited for q in queues))
-        busy.add_metric(labels, sum(q.busy for q in queues))
+        q, j, w, b = _group(queues, now)
+        queued.add_metric(labels, q)
+        jobs.add_metric(labels, j)
+        waited.add_metric(labels, w)
+        busy.add_metric(labels, b)
     yield from (queued, jobs, waited, busy)
 
     pending = k.gauge("pulsar_broker_topic_load_pending_requests",
@@ -96,14 +110,23 @@ def capacity_families(cluster: "Cluster", k: Any, live: list[tuple[str, Any]], n
         yield util
 
 
-def capacity_values(cluster: "Cluster", live: list[tuple[str, Any]], now: float) -> list[Any]:
+def capacity_values(cluster: "Cluster", live: list[tuple[str, Any]], now: float,
+                    cache: dict[str, Any] | None = None) -> list[Any]:
     """The values `capacity_families` gives, in its order (the recorder's fast path; keep in step:
-    tests/observe/test_metrics.py compares the two)."""
-    groups = [queues for _, _, queues in _queues(cluster, live)]
-    out: list[Any] = [sum(q.queued(now) for q in g) for g in groups]
-    out += [sum(q.admitted for q in g) for g in groups]
-    out += [sum(q.waited for q in g) for g in groups]
-    out += [sum(q.busy for q in g) for g in groups]
+    tests/observe/test_metrics.py compares the two). `cache` keeps the list of queue groups while the
+    live brokers are the same objects (the recorder samples every 10 emulated s)."""
+    key = tuple(id(broker) for _, broker in live)
+    if cache is not None and cache.get("key") == key:
+        groups = cache["groups"]
+    else:
+        groups = [queues for _, _, queues in _queues(cluster, live)]
+        if cache is not None:
+            cache["key"], cache["groups"] = key, groups
+    stats = [_group(queues, now) for queues in groups]
+    out: list[Any] = [s[0] for s in stats]
+    out += [s[1] for s in stats]
+    out += [s[2] for s in stats]
+    out += [s[3] for s in stats]
     out += [broker.topic_loader.pending for _, broker in live]
     out.append(cluster.store.stats["sessions_expired"])
     bookies = getattr(cluster, "bookies", None)

@@ -415,6 +415,7 @@ class _ClusterCollector:
     def __init__(self, cluster: "Cluster", tally: _Tally) -> None:
         self.cluster = cluster
         self.tally = tally
+        self._capacity_groups: dict[str, Any] = {}   # capacity_values' queue groups, per layout
 
     def collect(self) -> Iterator[Any]:
         return self.families(_PROMETHEUS)
@@ -648,7 +649,7 @@ class _ClusterCollector:
             extend((tally.assignments[decider], 0.0))
         for broker_id in live_ids:
             extend((tally.topic_loads.get(broker_id, 0), 0.0))
-        extend(capacity_values(cluster, list(zip(live_ids, live)), now))
+        extend(capacity_values(cluster, list(zip(live_ids, live)), now, self._capacity_groups))
         counts = cluster.events.counts
         extend((counts["leader_elected"], tally.bundle_moves, tally.reconnects, tally.disconnects,
                 tally.unavailable_seconds(now)))
