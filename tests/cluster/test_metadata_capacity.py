@@ -141,13 +141,19 @@ async def test_exists_is_not_batched() -> None:
         assert done[-1] == pytest.approx(10 * MS)   # ten separate reads on the session's server
 
 
+async def _owner_holding_a_lock(system: ActorSystem) -> tuple[Any, int]:
+    """An owner actor with a session (told of SessionLost) and the ephemeral node /lock."""
+    owner = system.spawn(Owner("owner", system))
+    session = await owner.md.open_session(session_events=True)
+    await owner.md.create("/lock", b"me", ephemeral=True)
+    return owner, session
+
+
 @pytest.mark.asyncio
 async def test_a_session_whose_pings_queue_past_the_timeout_expires_with_its_ephemerals() -> None:
     # a slow leader (1 s a write) and a 3 s session: the owner's own writes keep its pings waiting
     async with running(ensemble(write=1.0), batching=NO_BATCHING, session_timeout=3.0) as (system, store):
-        owner = system.spawn(Owner("owner", system))
-        session = await owner.md.open_session(session_events=True)
-        await owner.md.create("/lock", b"me", ephemeral=True)
+        owner, session = await _owner_holding_a_lock(system)
         assert store.ephemeral_owner("/lock") == session
         t0 = system.now()
         async with anyio.create_task_group() as tg:   # a storm of 10 writes: commits until t0 + 10 s
@@ -166,9 +172,7 @@ async def test_a_session_whose_pings_queue_past_the_timeout_expires_with_its_eph
 @pytest.mark.asyncio
 async def test_a_session_with_no_queue_keeps_heartbeating() -> None:
     async with running(ensemble(write=1.0), batching=NO_BATCHING, session_timeout=3.0) as (system, store):
-        owner = system.spawn(Owner("owner", system))
-        session = await owner.md.open_session(session_events=True)
-        await owner.md.create("/lock", b"me", ephemeral=True)
+        owner, session = await _owner_holding_a_lock(system)
         await owner.md.set("/one", b"x")   # one write: its commit is within a ping interval
         await anyio.sleep(20.0)
         assert store.session_alive(session) and store.peek("/lock") == b"me"
