@@ -78,6 +78,20 @@ def _int(flag: str, minimum: int | None = None):
     return parse
 
 
+def _host(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"--metrics-host = {text!r}: expected an address to bind, e.g. "
+                                         "127.0.0.1 (0.0.0.0: every interface)")
+    return text
+
+
+def _token(text: str) -> str:
+    if not text or text != text.strip() or not text.isprintable():
+        raise argparse.ArgumentTypeError("--admin-token: expected a non-empty token of printable characters "
+                                         "without surrounding spaces")
+    return text
+
+
 def _float(flag: str):
     def parse(text: str) -> float:
         try:
@@ -180,7 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "`summary` in the recording's run.json)")
     run.add_argument("--metrics-port", type=_int("--metrics-port", 0),
                      help="serve /metrics and the admin views on this port (0: any free port)")
-    run.add_argument("--metrics-host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    run.add_argument("--metrics-host", type=_host, default="127.0.0.1",
+                     help="bind address (default 127.0.0.1; 0.0.0.0 for every interface)")
+    run.add_argument("--admin-token", metavar="TOKEN", type=_token,
+                     help="writes through the HTTP server's admin paths need `Authorization: Bearer TOKEN`")
     run.add_argument("--monitor-interval", metavar="DURATION",
                      help="print the monitor-brokers table every DURATION of emulated time")
     run.add_argument("--log-format", choices=("console", "json"), default="console")
@@ -261,7 +278,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         duration=parse_flag_duration(args.duration) if args.duration is not None else None,
         clock=args.clock, speed=args.speed, record_dir=args.record,
         record_interval=parse_flag_duration(args.record_interval, flag="--record-interval"),
-        metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
         monitor_interval=(parse_flag_duration(args.monitor_interval, flag="--monitor-interval")
                           if args.monitor_interval is not None else None),
         progress=not args.quiet,

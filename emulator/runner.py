@@ -51,6 +51,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
     log_decisions: bool = False                # the decision log on stderr through structlog (info)
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    admin_token: str | None = None             # writes through the HTTP server need this Bearer token
     monitor_interval: float | None = None      # emulated seconds between monitor-brokers tables
     progress: bool = False                     # a progress bar on stderr (a plain line every 10 s off a tty)
     check_invariants: bool = True
@@ -288,7 +289,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
         async with observe(cluster, metrics_port=opts.metrics_port, metrics_host=opts.metrics_host,
                            record_dir=record_path, record_interval=opts.record_interval,
                            run_info=run_info, record_decisions=opts.record_decisions,
-                           record_compress=opts.record_compress) as obs:
+                           record_compress=opts.record_compress, admin_token=opts.admin_token) as obs:
             if opts.metrics_port is not None or record_path is not None:
                 out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
                 out.flush()
@@ -343,7 +344,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                 tg.cancel_scope.cancel()
             summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
                                 seed=seed, event_errors=list(run.workload.errors),
-                                load_manager_warnings=lm_warnings)
+                                load_manager_warnings=lm_warnings, admin_writes=obs.admin_writes)
             expectations = []
             kpis = None
             if timeline is not None:

@@ -23,6 +23,7 @@ from .decision_log import DEFAULT_LEVEL
 from .http import ObserveServer
 from .metrics import ClusterMetrics
 from .recorder import Recorder
+from .write_guard import AdminWrite
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -39,6 +40,11 @@ class Observation:
         self.recorder = recorder
 
     @property
+    def admin_writes(self) -> list[AdminWrite]:
+        """The writes the HTTP server accepted so far (write_guard.py), oldest first."""
+        return list(self.server.writes) if self.server is not None else []
+
+    @property
     def url(self) -> str | None:
         return self.server.url if self.server is not None else None
 
@@ -52,17 +58,17 @@ class Observation:
 async def observe(cluster: "Cluster", *, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
                   record_dir: str | os.PathLike[str] | None = None, record_interval: float = 10.0,
                   run_info: dict[str, Any] | None = None, record_decisions: str = DEFAULT_LEVEL,
-                  record_compress: bool = True) -> AsyncIterator[Observation]:
-    """Metrics always; an HTTP server when `metrics_port` is given (0: a free port); a recording into
-    `record_dir` when given (see `Recorder` for `run_info`, `record_interval`, the decisions level and
-    the compression)."""
+                  record_compress: bool = True, admin_token: str | None = None) -> AsyncIterator[Observation]:
+    """Metrics always; an HTTP server when `metrics_port` is given (0: a free port; `admin_token`: the
+    Bearer token its writes need); a recording into `record_dir` when given (see `Recorder` for
+    `run_info`, `record_interval`, the decisions level and the compression)."""
     metrics = ClusterMetrics(cluster)
     server: ObserveServer | None = None
     recorder: Recorder | None = None
     complete = False
     try:
         if metrics_port is not None:
-            server = ObserveServer(cluster, metrics, host=metrics_host, port=metrics_port)
+            server = ObserveServer(cluster, metrics, host=metrics_host, port=metrics_port, admin_token=admin_token)
             server.start()
         if record_dir is not None:
             recorder = Recorder(cluster, metrics, record_dir, run_info=dict(run_info or {}),

@@ -66,12 +66,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import http.server
+import math
 import re
+import socket
+import sys
 import threading
+import time
 import urllib.parse
 from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
+import structlog
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from emulator.model.bundles import topic_namespace
@@ -80,7 +85,9 @@ from emulator.model.policies import LocalPolicies
 from . import monitor as monitor_table
 from . import pulsar_admin
 from .config_http import DynamicConfigRoutes
+from .http_gate import GateClosed, GateFull, LoopGate
 from .policy_http import PolicyRoutes
+from .write_guard import AdminWrite, WriteGuard
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -91,6 +98,7 @@ __all__ = ["AdminViews", "ObserveServer"]
 _JSON = "application/json"
 _TEXT = "text/plain; charset=utf-8"
 Response = tuple[int, str, bytes]
+_log = structlog.get_logger("observe.http")
 
 
 class _NotFound(Exception):
@@ -302,26 +310,120 @@ class _LoopGone(Exception):
     pass
 
 
+_READ_ONLY_ALLOW = "GET, HEAD, OPTIONS"
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"})
+_WRITES = frozenset({"POST", "PUT", "DELETE"})
+_CONNECTION_ERRORS = (ConnectionError, TimeoutError, OSError)
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    """ThreadingHTTPServer with a cap on connections and a deadline per connection.
+
+    Each connection's handler sets its deadline (the idle timeout while it waits for a request line,
+    the read timeout while it reads headers and body); `service_actions`, run by `serve_forever` every
+    poll, shuts the socket of any connection past it, which ends a client that drips its headers
+    or holds a connection open. Over `max_connections`, a new connection gets 503 and is closed."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type[http.server.BaseHTTPRequestHandler],
+                 max_connections: int) -> None:
+        self.max_connections = max_connections
+        self._lock = threading.Lock()
+        self.deadlines: dict[socket.socket, float] = {}
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            full = len(self.deadlines) >= self.max_connections
+            if not full:
+                self.deadlines[request] = time.monotonic() + 5.0
+        if full:
+            _log.debug("observe_http_connection_refused", reason="connection cap", cap=self.max_connections)
+            body = msgspec.json.encode({"reason": f"too many connections (cap {self.max_connections})"})
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Retry-After: 1\r\nConnection: close\r\n"
+                                + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def set_deadline(self, request: socket.socket, seconds: float | None) -> None:
+        with self._lock:
+            if request in self.deadlines:
+                self.deadlines[request] = math.inf if seconds is None else time.monotonic() + seconds
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._lock:
+            self.deadlines.pop(request, None)
+        super().shutdown_request(request)
+
+    def service_actions(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            late = [s for s, deadline in self.deadlines.items() if deadline < now]
+        for sock in late:
+            self.set_deadline(sock, None)
+            _log.debug("observe_http_connection_timed_out")
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never a traceback: a client hanging up is routine (debug), anything else a warning."""
+        error = sys.exc_info()[1]
+        if isinstance(error, _CONNECTION_ERRORS):
+            _log.debug("observe_http_client_gone", client=str(client_address), error=repr(error))
+        else:
+            _log.warning("observe_http_handler_failed", client=str(client_address), error=repr(error))
+
+
 class ObserveServer:
     """`/metrics` and the admin views of `cluster` on `host:port` (port 0: any free port).
 
-    `start()` and `stop()` are called on the loop's thread (`emulator.observe.attach.observe` does)."""
+    `start()` and `stop()` are called on the loop's thread (`emulator.observe.attach.observe` does).
+    The requests are answered on the loop through a `LoopGate` (http_gate.py), which bounds the loop
+    time they take to `loop_share`. Limits: `max_connections` open at once; `idle_timeout` wall seconds
+    between two requests of one connection; `read_timeout` to read a request's headers and body;
+    `request_timeout` for the loop's answer; `max_body` bytes of request body. Writes pass the
+    `WriteGuard` (write_guard.py; `admin_token` makes a Bearer token necessary) and are kept in `writes`.
+    """
 
     def __init__(self, cluster: "Cluster", metrics: "ClusterMetrics", *, host: str = "127.0.0.1",
-                 port: int = 0, request_timeout: float = 30.0) -> None:
+                 port: int = 0, request_timeout: float = 30.0, admin_token: str | None = None,
+                 max_connections: int = 64, idle_timeout: float = 15.0, read_timeout: float = 10.0,
+                 max_body: int = 1 << 20, loop_share: float = 0.2) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port = {port!r}: expected an integer in 0..65535 (0 picks a free port)")
         if not isinstance(host, str) or not host:
             raise ValueError(f"host = {host!r}: expected an address to bind, e.g. 127.0.0.1")
+        if admin_token is not None and (not admin_token or admin_token != admin_token.strip()):
+            raise ValueError("admin token: expected a non-empty token without surrounding spaces")
+        self.cluster = cluster
         self.views = AdminViews(cluster, metrics)
         self.policy_routes = PolicyRoutes(cluster)   # the writable policy paths (policy_http.py)
         self.config_routes = DynamicConfigRoutes(cluster)   # dynamic configuration (config_http.py)
         self.host = host
         self.port = port
         self.request_timeout = request_timeout
-        self._server: http.server.ThreadingHTTPServer | None = None
+        self.admin_token = admin_token
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
+        self.read_timeout = read_timeout
+        self.max_body = max_body
+        self.loop_share = loop_share
+        self.writes: list[AdminWrite] = []
+        """Every write accepted (a 2xx answer), in the order the loop applied them."""
+        self.guard = WriteGuard(host, port, admin_token)
+        self.gate: LoopGate | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
 
     @property
@@ -331,11 +433,11 @@ class ObserveServer:
 
     def start(self) -> str:
         """Bind and serve in a daemon thread; returns the URL."""
-        self._loop = asyncio.get_running_loop()
-        server = http.server.ThreadingHTTPServer((self.host, self.port), self._handler_class())
-        server.daemon_threads = True
+        self.gate = LoopGate(asyncio.get_running_loop(), share=self.loop_share)
+        server = _Server((self.host, self.port), self._handler_class(), self.max_connections)
         self._server = server
         self.port = server.server_address[1]
+        self.guard = WriteGuard(self.host, self.port, self.admin_token)
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"observe-http-{self.port}", daemon=True)
         self._thread.start()
@@ -343,6 +445,8 @@ class ObserveServer:
 
     def stop(self) -> None:
         self._stopping = True
+        if self.gate is not None:
+            self.gate.close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -351,94 +455,179 @@ class ObserveServer:
             self._thread.join(timeout=5.0)
             self._thread = None
 
-    def _on_loop(self, fn: Callable[[], Response]) -> Response:
-        """Run `fn` on the event loop's thread and wait for its answer."""
-        loop = self._loop
-        if loop is None or self._stopping or loop.is_closed():
+    # ------------------------------------------------------------------ routing
+
+    def allow(self, raw_path: str) -> str:
+        """The methods `raw_path` answers (the `Allow` header of 405 and OPTIONS)."""
+        if self.policy_routes.match(raw_path) is not None:
+            return "GET, HEAD, POST, DELETE, OPTIONS"
+        args = self.config_routes.match(raw_path)
+        if args is not None:
+            if args["key"] in (None, "values", "runtime") and args["value"] is None:
+                return _READ_ONLY_ALLOW
+            return "POST, OPTIONS" if args["value"] is not None else "DELETE, OPTIONS"
+        return _READ_ONLY_ALLOW
+
+    def _routes(self, raw_path: str) -> PolicyRoutes | DynamicConfigRoutes | None:
+        if self.policy_routes.match(raw_path) is not None:
+            return self.policy_routes
+        if self.config_routes.match(raw_path) is not None:
+            return self.config_routes
+        return None
+
+    def answer(self, method: str, raw_path: str, body: bytes) -> Response:
+        """The answer to a parsed request (GET for HEAD), from the loop through the gate."""
+        gate = self.gate
+        if gate is None or self._stopping:
             raise _LoopGone()
-        future: concurrent.futures.Future[Response] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn())
-            except BaseException as e:  # reported to the HTTP thread, never raised into the loop
-                future.set_exception(e)
-
+        routes = self._routes(raw_path)
+        if routes is None and method != "GET":
+            return _error(405, f"{method} {urllib.parse.urlsplit(raw_path).path}: read-only view "
+                               f"(allowed: {_READ_ONLY_ALLOW}; writes: the placement-policy and "
+                               "dynamic-configuration paths)")
         try:
-            loop.call_soon_threadsafe(run)
-        except RuntimeError:   # loop closed meanwhile
+            if routes is None:
+                future = gate.read(raw_path, lambda: self.views.handle(raw_path))
+            else:
+                future = gate.task(lambda: self._route(routes, method, raw_path, body))
+        except GateClosed:
             raise _LoopGone() from None
-        return future.result(timeout=self.request_timeout)
-
-    # ------------------------------------------------------------------ writable paths (policies, config)
-
-    def _policy_request(self, method: str, path: str, body: bytes) -> Response | None:
-        """A writable route's answer (placement policies or dynamic configuration; its coroutine runs on
-        the loop), or None for another path."""
-        if self.policy_routes.match(path) is not None:
-            routes: PolicyRoutes | DynamicConfigRoutes = self.policy_routes
-        elif self.config_routes.match(path) is not None:
-            routes = self.config_routes
-        else:
-            return None
-        loop = self._loop
-        if loop is None or self._stopping or loop.is_closed():
-            raise _LoopGone()
         try:
-            future = asyncio.run_coroutine_threadsafe(routes.handle(method, path, body), loop)
-        except RuntimeError:   # loop closed meanwhile
+            return future.result(timeout=self.request_timeout)
+        except GateClosed:
             raise _LoopGone() from None
-        return future.result(timeout=self.request_timeout)
+
+    async def _route(self, routes: PolicyRoutes | DynamicConfigRoutes, method: str, raw_path: str,
+                     body: bytes) -> Response:
+        """On the loop: a writable route's answer; an accepted write is logged."""
+        t = self.cluster.system.clock.now()
+        answer = await routes.handle(method, raw_path, body)
+        if answer is None:   # pragma: no cover - matched above
+            return _error(404, f"no such path {raw_path!r}")
+        if method in _WRITES and 200 <= answer[0] < 300:
+            self.writes.append(AdminWrite(t=t, method=method, path=raw_path,
+                                          body=body.decode("utf-8", "replace"), status=answer[0]))
+            _log.info("admin_write", t=t, method=method, path=raw_path, status=answer[0])
+        return answer
 
     def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
-        outer = self
+        return _handler_for(self)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            server_version = "pulsar-lb-emulator"
-            protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802 (stdlib name)
-                try:
-                    answer = outer._policy_request("GET", self.path, b"")
-                    status, ctype, body = answer if answer is not None else outer._on_loop(
-                        lambda: outer.views.handle(self.path))
-                except _LoopGone:
-                    status, ctype, body = _error(503, "the emulated cluster is not running")
-                except concurrent.futures.TimeoutError:
-                    status, ctype, body = _error(503, "the event loop did not answer in time")
-                except Exception as e:  # a view failed: say so, keep serving
-                    status, ctype, body = _error(500, f"{type(e).__name__}: {e}")
-                self.send_response(status)
+def _handler_for(outer: ObserveServer) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        server_version = "pulsar-lb-emulator"
+        protocol_version = "HTTP/1.1"
+        timeout = outer.read_timeout   # every socket read and write: a backstop to the deadlines
+        server: _Server
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except _CONNECTION_ERRORS as e:   # the client hung up or timed out: routine
+                _log.debug("observe_http_client_gone", client=str(self.client_address), error=repr(e))
+                self.close_connection = True
+
+        def handle_one_request(self) -> None:
+            """BaseHTTPRequestHandler's, with the idle and read deadlines and strict methods."""
+            self.server.set_deadline(self.connection, outer.idle_timeout)
+            self.raw_requestline = self.rfile.readline(65537)
+            # a second after the socket's own timeout: a stalled read answers 408 first
+            self.server.set_deadline(self.connection, outer.read_timeout + 1.0)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():   # a 400 (or 431, 505) has been sent
+                return
+            self._serve()
+            self.wfile.flush()
+            self.server.set_deadline(self.connection, None)
+
+        def _serve(self) -> None:
+            method, path = self.command, self.path
+            if method not in _METHODS:
+                return self._reply(_error(501, f"method {method!r} is not implemented "
+                                               f"(allowed here: {outer.allow(path)})"),
+                                   {"Allow": outer.allow(path)})
+            body = self._read_body()
+            if body is None:
+                return
+            self.server.set_deadline(self.connection, outer.request_timeout + outer.read_timeout)
+            if method == "OPTIONS":
+                return self._reply((204, _JSON, b""), {"Allow": outer.allow(path)})
+            if method in _WRITES:
+                refusal = outer.guard.check(self.headers)
+                if refusal is not None:
+                    status, reason, headers = refusal
+                    _log.info("admin_write_refused", method=method, path=path, status=status, reason=reason)
+                    return self._reply(_error(status, reason), headers)
+            try:
+                answer = outer.answer("GET" if method == "HEAD" else method, path, body)
+            except _LoopGone:
+                answer = _error(503, "the emulated cluster is not running")
+            except GateFull:
+                return self._reply(_error(503, "too many requests wait for the emulated cluster"),
+                                   {"Retry-After": "1"})
+            except (concurrent.futures.TimeoutError, TimeoutError):
+                answer = _error(503, "the event loop did not answer in time")
+            except Exception as e:  # a view failed: say so, keep serving
+                answer = _error(500, f"{type(e).__name__}: {e}")
+            extra = {"Allow": outer.allow(path)} if answer[0] == 405 else {}
+            self._reply(answer, extra, head=method == "HEAD")
+
+        def _read_body(self) -> bytes | None:
+            """The request's body, strictly framed; None when an error has been answered instead."""
+            if self.headers.get("Transfer-Encoding") is not None:
+                self.close_connection = True
+                self._reply(_error(411, "Transfer-Encoding is not supported: send a Content-Length"))
+                return None
+            lengths = self.headers.get_all("Content-Length") or []
+            values = {v.strip() for value in lengths for v in value.split(",")}
+            if not values:
+                return b""
+            text = values.pop() if len(values) == 1 else ""
+            if not text.isascii() or not text.isdigit():
+                self.close_connection = True
+                self._reply(_error(400, f"Content-Length = {', '.join(lengths)!r}: expected one "
+                                        "non-negative integer"))
+                return None
+            length = int(text)
+            if length > outer.max_body:
+                self.close_connection = True
+                self._reply(_error(413, f"request body of {length} bytes is over the limit of "
+                                        f"{outer.max_body} bytes"))
+                return None
+            try:
+                body = self.rfile.read(length)
+            except TimeoutError:
+                body = b""
+            if len(body) < length:
+                self.close_connection = True
+                _log.debug("observe_http_short_body", expected=length, got=len(body))
+                self._reply(_error(408, f"request body: {len(body)} of the {length} bytes of its "
+                                        f"Content-Length came within {outer.read_timeout:g} s"))
+                return None
+            return body
+
+        def _reply(self, answer: Response, headers: dict[str, str] | None = None, head: bool = False) -> None:
+            status, ctype, body = answer
+            self.send_response(status)
+            if status != 204:
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if not head and status != 204:
                 self.wfile.write(body)
 
-            def do_POST(self) -> None:  # noqa: N802
-                try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    request = self.rfile.read(length) if 0 < length <= 1 << 20 else b""
-                    answer = outer._policy_request(self.command, self.path, request)
-                except _LoopGone:
-                    answer = _error(503, "the emulated cluster is not running")
-                except (concurrent.futures.TimeoutError, TimeoutError):
-                    answer = _error(503, "the event loop did not answer in time")
-                except Exception as e:  # noqa: BLE001 - a route failed: say so, keep serving
-                    answer = _error(500, f"{type(e).__name__}: {e}")
-                status, ctype, body = answer if answer is not None else _error(
-                    405, "read-only views: only GET is served "
-                         "(writes: the placement-policy and dynamic-configuration paths)")
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: scrapes every second
+            pass
 
-            do_PUT = do_DELETE = do_POST
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet: scrapes every second
-                pass
-
-        return Handler
+    return Handler

@@ -48,6 +48,7 @@ from emulator.model.stats import percentile
 from emulator.observe.expectations import ExpectResult, format_result
 from emulator.observe.publish import PublishLine, format_publish, summary_lines
 from emulator.observe.timeline import is_load_manager_split, is_load_manager_unload
+from emulator.observe.write_guard import AdminWrite
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -166,6 +167,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     load_manager_warnings: list[str] = []
     """Load-manager changes Pulsar does not support (emulator/observe/load_manager_warnings.py): a live
     switch between Modular/Simple and Extensible, a broker.conf class overridden by the dynamic one."""
+    admin_writes: list[AdminWrite] = []
+    """Writes the HTTP server accepted (emulator/observe/write_guard.py); left out of the JSON when none."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -178,7 +181,8 @@ def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
 def summarize(cluster: "Cluster", decision_log: Any = None,
               unavailable: UnavailabilityTracker | None = None, *, scenario: str = "",
               seed: int | None = None, event_errors: list[str] | None = None,
-              load_manager_warnings: "LoadManagerWarnings | None" = None) -> RunSummary:
+              load_manager_warnings: "LoadManagerWarnings | None" = None,
+              admin_writes: list[AdminWrite] | None = None) -> RunSummary:
     """Read the cluster (and the decision log / tracker, when given) at the current emulated time."""
     now = cluster.system.clock.now()
     counts = cluster.events.counts
@@ -232,6 +236,7 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
         publish=publish, publish_worst=publish_worst,
         wall_lag_max=wall_lag.max if wall_lag is not None else None,
         load_manager_warnings=list(load_manager_warnings.lines) if load_manager_warnings is not None else [],
+        admin_writes=list(admin_writes or []),
     )
 
 
@@ -273,6 +278,7 @@ def format_summary(s: RunSummary) -> str:
         out.append(f"  event failed: {line}")
     for line in s.load_manager_warnings:
         out.append(f"  UNSUPPORTED: {line}")
+    out.extend(f"  admin write        {w.line()}" for w in s.admin_writes)
     if s.placement_failures or s.shedding_failures:
         out.append(f"  user code raised   placement {s.placement_failures} times (lookups failed); "
                    f"shedder {s.shedding_failures} times (cycles skipped)")
