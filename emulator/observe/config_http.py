@@ -100,8 +100,8 @@ class DynamicConfigRoutes:
             return _json(self.cluster.dynamic_configuration())
         if key == "runtime" and value is None:
             return _json(runtime_configuration(self.cluster.conf))
-        return _error(404, "no such view: GET .../configuration, .../configuration/values or "
-                           ".../configuration/runtime")
+        # Jersey's answer for a path that exists with other methods (POST .../<name>/<value>, DELETE .../<name>)
+        return _error(405, "GET reads .../configuration, .../configuration/values or .../configuration/runtime")
 
     async def _update(self, key: str, value: str) -> Response:
         try:

@@ -601,10 +601,7 @@ def _handler_for(outer: ObserveServer) -> type[http.server.BaseHTTPRequestHandle
                 self._reply(_error(413, f"request body of {length} bytes is over the limit of "
                                         f"{outer.max_body} bytes"))
                 return None
-            try:
-                body = self.rfile.read(length)
-            except TimeoutError:
-                body = b""
+            body = self._read_exactly(length)
             if len(body) < length:
                 self.close_connection = True
                 _log.debug("observe_http_short_body", expected=length, got=len(body))
@@ -612,6 +609,27 @@ def _handler_for(outer: ObserveServer) -> type[http.server.BaseHTTPRequestHandle
                                         f"Content-Length came within {outer.read_timeout:g} s"))
                 return None
             return body
+
+        def _read_exactly(self, length: int) -> bytes:
+            """Up to `length` bytes, within the read timeout (fewer: the client stopped sending)."""
+            chunks, got = [], 0
+            deadline = time.monotonic() + outer.read_timeout
+            try:
+                while got < length:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.connection.settimeout(left)
+                    chunk = self.rfile.read1(length - got)  # type: ignore[attr-defined]
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    got += len(chunk)
+            except TimeoutError:
+                pass
+            finally:
+                self.connection.settimeout(outer.read_timeout)
+            return b"".join(chunks)
 
         def _reply(self, answer: Response, headers: dict[str, str] | None = None, head: bool = False) -> None:
             status, ctype, body = answer
