@@ -180,8 +180,8 @@ def _settle(futures: list[concurrent.futures.Future[Response]]) -> Callable[[asy
         for f in futures:
             if task.cancelled():
                 f.set_exception(GateClosed())
-            elif task.exception() is not None:
-                f.set_exception(task.exception())  # type: ignore[arg-type]
+            elif (error := task.exception()) is not None:
+                f.set_exception(error)
             else:
                 f.set_result(task.result())
     return done
