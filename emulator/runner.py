@@ -237,6 +237,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.publish import publish_accounting
     from emulator.observe.progress import ProgressBar
     from emulator.observe.load_manager_warnings import LoadManagerWarnings
+    from emulator.observe.logs import repeated_warnings
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
     from emulator.observe.summary_json import summary_object, whole_run_kpis, write_summary_json
     from emulator.testing import emulated_cluster
@@ -246,6 +247,8 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     seed = scenario.seed if opts.seed is None else opts.seed
     duration = float(opts.duration if opts.duration is not None else scenario.duration)
     started_wall = time.perf_counter()
+    folded = repeated_warnings()           # the summary lists this run's repeated warnings
+    folded_mark = folded.mark() if folded is not None else {}
     interrupted: list[str] = []
     record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
                    if opts.record_dir else None)
@@ -344,6 +347,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
                                 seed=seed, event_errors=list(run.workload.errors),
                                 load_manager_warnings=lm_warnings)
+            if folded is not None:
+                summary = msgspec.structs.replace(summary, repeated_warnings=[
+                    f"{w.total} x {w.message}" for w in folded.totals(since=folded_mark)])
             expectations = []
             kpis = None
             if timeline is not None:

@@ -166,6 +166,9 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     load_manager_warnings: list[str] = []
     """Load-manager changes Pulsar does not support (emulator/observe/load_manager_warnings.py): a live
     switch between Modular/Simple and Extensible, a broker.conf class overridden by the dynamic one."""
+    repeated_warnings: list[str] = []
+    """Warnings logged more than once, each with its total: "N x message" (emulator/observe/logs.py
+    folds them to one line per emulated minute)."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -273,6 +276,8 @@ def format_summary(s: RunSummary) -> str:
         out.append(f"  event failed: {line}")
     for line in s.load_manager_warnings:
         out.append(f"  UNSUPPORTED: {line}")
+    for line in s.repeated_warnings:
+        out.append(f"  repeated warning   {line}")
     if s.placement_failures or s.shedding_failures:
         out.append(f"  user code raised   placement {s.placement_failures} times (lookups failed); "
                    f"shedder {s.shedding_failures} times (cycles skipped)")
