@@ -56,6 +56,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
     check_invariants: bool = True
     check_interval: float = 10.0               # emulated seconds between invariant checks (and one at the end)
     grid: dict[str, str] = {}                  # sweep parameters, recorded in run.json
+    memory_check: bool = True                  # refuse a run the machine's memory cannot hold (preflight.py)
 
 
 class RunResult(msgspec.Struct, kw_only=True):
@@ -250,6 +251,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     folded = repeated_warnings()           # the summary lists this run's repeated warnings
     folded_mark = folded.mark() if folded is not None else {}
     interrupted: list[str] = []
+    out_of_memory: list[str] = []          # a MemoryError ended the run (exit 3, the summary so far)
     record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
                    if opts.record_dir else None)
 
@@ -300,7 +302,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             timeline = (LiveTimeline(cluster, obs.metrics, interval=opts.record_interval, t0=run.t0)
                         if getattr(scenario, "expect", None) or opts.summary_json or obs.recorder is not None
                         else None)
-            async with anyio.create_task_group() as tg:
+            async with _memory_fault(cluster, out_of_memory), anyio.create_task_group() as tg:
                 done = anyio.Event()
                 if timeline is not None and obs.recorder is not None:
                     timeline.follow(obs.recorder)   # one collection of the metrics per sample
@@ -368,8 +370,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             checker = getattr(cluster, "invariants", None)
             violations = [str(v) for v in checker.violations] if checker is not None else []
             actor_failures = [f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures]
+            actor_failures += [line for line in out_of_memory if line.startswith("run ")]  # actors' are listed
             url = obs.url
-            if interrupted:
+            if interrupted or out_of_memory:
                 obs.close(complete=False)
         emulated = run.elapsed
     return RunResult(summary=summary, summary_text=format_summary(summary),
@@ -377,6 +380,28 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                      record_path=str(record_path) if record_path else None, url=url,
                      interrupted=interrupted[0] if interrupted else None, violations=violations,
                      actor_failures=actor_failures, expectations=expectations)
+
+
+@contextlib.asynccontextmanager
+async def _memory_fault(cluster: Any, faults: list[str]) -> Any:
+    """A MemoryError ends the run like any fault: in an actor (its failure is reported) or in the run's
+    own tasks, the run stops at once and goes on to the summary so far (exit 3). Running on with the
+    machine out of memory only ends later, in a kill or a segfault, with nothing written."""
+    from emulator.cluster.events import ActorFailed, Event
+
+    with anyio.CancelScope() as scope:
+        def on_event(e: Event) -> None:
+            if type(e) is ActorFailed and e.error.startswith("MemoryError"):
+                faults.append(f"{e.actor} at t={e.t:.1f} s: {e.error}")
+                scope.cancel()
+
+        unsubscribe = cluster.events.subscribe(on_event)
+        try:
+            yield
+        except* MemoryError as group:
+            faults.append(f"run at t={cluster.system.clock.now():.1f} s: {group.exceptions[0]!r}")
+        finally:
+            unsubscribe()
 
 
 def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = None) -> RunResult:
@@ -400,6 +425,8 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     if opts.summary_json is not None and not Path(opts.summary_json).resolve().parent.is_dir():
         raise RunError(f"--summary-json = {opts.summary_json!r}: its folder does not exist")
     _preflight(opts)
+    if opts.memory_check:
+        _memory_preflight(opts, scenario)
     if not opts.check_interval > 0 or math.isinf(opts.check_interval):
         raise RunError(f"--check-interval = {opts.check_interval!r}: must be a positive number of "
                        "emulated seconds")
@@ -417,6 +444,20 @@ def _preflight(opts: RunOptions) -> None:
         if opts.record_dir is not None:
             check_record_dir(opts.record_dir)
     except PreflightError as e:
+        raise RunError(str(e)) from None
+
+
+def _memory_preflight(opts: RunOptions, scenario: Any) -> None:
+    """The run's dimensions together against the machine's available memory (emulator/preflight.py)."""
+    from emulator import preflight
+
+    duration = float(opts.duration if opts.duration is not None else scenario.duration)
+    timeline = bool(opts.record_dir or opts.summary_json or getattr(scenario, "expect", None))
+    estimate = preflight.estimate_memory(scenario, duration=duration, record_interval=opts.record_interval,
+                                         timeline=timeline)
+    try:
+        preflight.check_memory(opts.scenario, estimate, preflight.available_memory())
+    except preflight.PreflightError as e:
         raise RunError(str(e)) from None
 
 
