@@ -225,6 +225,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.cluster.cluster import Cluster
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
+    from emulator.observe.event_marks import BootEvents
     from emulator.observe.expectations import evaluate
     from emulator.observe.kpis import facts as kpi_facts
     from emulator.observe.timeline import LiveTimeline
@@ -255,7 +256,10 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
                    if opts.record_dir else None)
 
+    boot = BootEvents()   # broker starts and the first election, handed to the observers once attached
+
     def start_cluster(*args: Any, **kwargs: Any) -> Any:
+        kwargs["before_brokers"] = boot.before_brokers(kwargs.get("before_brokers"))
         if opts.check_invariants:
             # every 10 s rather than the test harness's 1 s: a check walks every bundle and ownership
             # node, and only reads, so its interval changes no decision
@@ -294,6 +298,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                            record_dir=record_path, record_interval=opts.record_interval,
                            run_info=run_info, record_decisions=opts.record_decisions,
                            record_compress=opts.record_compress) as obs:
+            boot.replay(cluster.events)
             if opts.metrics_port is not None or record_path is not None:
                 out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
                 out.flush()
