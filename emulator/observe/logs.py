@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import msgspec
@@ -60,7 +61,7 @@ class RepeatedWarnings:
         self._dropped: dict[tuple[str, str], int] = {}
         self.counts: dict[tuple[str, str], int] = {}
 
-    def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         level = "warning" if method == "warn" else method
         if level not in ("warning", "error", "critical"):
             return event

@@ -14,6 +14,7 @@ import re
 import subprocess
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -23,7 +24,7 @@ from tests.observe.test_grafana_files import DASHBOARDS, require_promtool
 STEP = 10   # s: the recording's sample interval, the test's evaluation interval
 
 
-def promtool_test(tmp_path: Path, series: list[dict[str, str]], checks: list[dict[str, object]]) -> str:
+def promtool_test(tmp_path: Path, series: list[dict[str, str]], checks: list[Any]) -> str:
     promtool = require_promtool()
     test = {"rule_files": [str(DASHBOARDS / "pulsar-lb-rules.yml")], "evaluation_interval": f"{STEP}s",
             "tests": [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": checks}]}

@@ -4,6 +4,7 @@ of the folded ones, and the run's totals reach the summary (emulator/observe/log
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import anyio
 import msgspec
@@ -62,7 +63,7 @@ def test_info_lines_are_not_folded() -> None:
 
 
 def test_the_summary_lists_each_repeated_warning_with_its_total() -> None:
-    required = {f.name: f.type() if f.type in (int, float, str, list) else None
+    required: dict[str, Any] = {f.name: f.type() if f.type in (int, float, str, list) else None
                 for f in msgspec.structs.fields(RunSummary) if f.required}
     s = RunSummary(**{**required, "brokers": []},
                    repeated_warnings=["100788 x No broker available to acquire service unit"])
