@@ -205,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="log level on stderr (info shows the decision log); default warning")
     run.add_argument("--check-interval", default="10s", metavar="DURATION",
                      help="emulated time between invariant checks (default 10s; one more at the end)")
+    run.add_argument("--no-memory-check", action="store_true",
+                     help="run even when the scenario's estimated memory exceeds what the machine has available")
     run.add_argument("--quiet", action="store_true",
                      help="no progress (a bar with rate and ETA on a terminal, else a line every 10 s of "
                           "wall time on stderr), only the summary")
@@ -285,6 +287,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         record_decisions=args.record_decisions, record_compress=not args.record_plain,
         summary_json=args.summary_json, log_decisions=args.log_level in ("debug", "info"),
         check_interval=parse_flag_duration(args.check_interval, flag="--check-interval"),
+        memory_check=not args.no_memory_check,
     )
     from emulator.runtime import VirtualClock
 

@@ -57,6 +57,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
     check_invariants: bool = True
     check_interval: float = 10.0               # emulated seconds between invariant checks (and one at the end)
     grid: dict[str, str] = {}                  # sweep parameters, recorded in run.json
+    memory_check: bool = True                  # refuse a run the machine's memory cannot hold (preflight.py)
 
 
 class RunResult(msgspec.Struct, kw_only=True):
@@ -225,6 +226,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.cluster.cluster import Cluster
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
+    from emulator.observe.event_marks import BootEvents
     from emulator.observe.expectations import evaluate
     from emulator.observe.kpis import facts as kpi_facts
     from emulator.observe.timeline import LiveTimeline
@@ -238,6 +240,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.observe.publish import publish_accounting
     from emulator.observe.progress import ProgressBar
     from emulator.observe.load_manager_warnings import LoadManagerWarnings
+    from emulator.observe.logs import repeated_warnings
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
     from emulator.observe.summary_json import summary_object, whole_run_kpis, write_summary_json
     from emulator.testing import emulated_cluster
@@ -247,11 +250,17 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     seed = scenario.seed if opts.seed is None else opts.seed
     duration = float(opts.duration if opts.duration is not None else scenario.duration)
     started_wall = time.perf_counter()
+    folded = repeated_warnings()           # the summary lists this run's repeated warnings
+    folded_mark = folded.mark() if folded is not None else {}
     interrupted: list[str] = []
+    out_of_memory: list[str] = []          # a MemoryError ended the run (exit 3, the summary so far)
     record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
                    if opts.record_dir else None)
 
+    boot = BootEvents()   # broker starts and the first election, handed to the observers once attached
+
     def start_cluster(*args: Any, **kwargs: Any) -> Any:
+        kwargs["before_brokers"] = boot.before_brokers(kwargs.get("before_brokers"))
         if opts.check_invariants:
             # every 10 s rather than the test harness's 1 s: a check walks every bundle and ownership
             # node, and only reads, so its interval changes no decision
@@ -290,6 +299,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                            record_dir=record_path, record_interval=opts.record_interval,
                            run_info=run_info, record_decisions=opts.record_decisions,
                            record_compress=opts.record_compress, admin_token=opts.admin_token) as obs:
+            boot.replay(cluster.events)
             if opts.metrics_port is not None or record_path is not None:
                 out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
                 out.flush()
@@ -298,7 +308,7 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             timeline = (LiveTimeline(cluster, obs.metrics, interval=opts.record_interval, t0=run.t0)
                         if getattr(scenario, "expect", None) or opts.summary_json or obs.recorder is not None
                         else None)
-            async with anyio.create_task_group() as tg:
+            async with _memory_fault(cluster, out_of_memory), anyio.create_task_group() as tg:
                 done = anyio.Event()
                 if timeline is not None and obs.recorder is not None:
                     timeline.follow(obs.recorder)   # one collection of the metrics per sample
@@ -345,6 +355,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             summary = summarize(cluster, cluster.decision_log, tracker, scenario=run_info["scenario"],
                                 seed=seed, event_errors=list(run.workload.errors),
                                 load_manager_warnings=lm_warnings, admin_writes=obs.admin_writes)
+            if folded is not None:
+                summary = msgspec.structs.replace(summary, repeated_warnings=[
+                    f"{w.total} x {w.message}" for w in folded.totals(since=folded_mark)])
             expectations = []
             kpis = None
             if timeline is not None:
@@ -363,8 +376,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             checker = getattr(cluster, "invariants", None)
             violations = [str(v) for v in checker.violations] if checker is not None else []
             actor_failures = [f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures]
+            actor_failures += [line for line in out_of_memory if line.startswith("run ")]  # actors' are listed
             url = obs.url
-            if interrupted:
+            if interrupted or out_of_memory:
                 obs.close(complete=False)
         emulated = run.elapsed
     return RunResult(summary=summary, summary_text=format_summary(summary),
@@ -372,6 +386,28 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                      record_path=str(record_path) if record_path else None, url=url,
                      interrupted=interrupted[0] if interrupted else None, violations=violations,
                      actor_failures=actor_failures, expectations=expectations)
+
+
+@contextlib.asynccontextmanager
+async def _memory_fault(cluster: Any, faults: list[str]) -> Any:
+    """A MemoryError ends the run like any fault: in an actor (its failure is reported) or in the run's
+    own tasks, the run stops at once and goes on to the summary so far (exit 3). Running on with the
+    machine out of memory only ends later, in a kill or a segfault, with nothing written."""
+    from emulator.cluster.events import ActorFailed, Event
+
+    with anyio.CancelScope() as scope:
+        def on_event(e: Event) -> None:
+            if type(e) is ActorFailed and e.error.startswith("MemoryError"):
+                faults.append(f"{e.actor} at t={e.t:.1f} s: {e.error}")
+                scope.cancel()
+
+        unsubscribe = cluster.events.subscribe(on_event)
+        try:
+            yield
+        except* MemoryError as group:
+            faults.append(f"run at t={cluster.system.clock.now():.1f} s: {group.exceptions[0]!r}")
+        finally:
+            unsubscribe()
 
 
 def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = None) -> RunResult:
@@ -395,6 +431,8 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     if opts.summary_json is not None and not Path(opts.summary_json).resolve().parent.is_dir():
         raise RunError(f"--summary-json = {opts.summary_json!r}: its folder does not exist")
     _preflight(opts)
+    if opts.memory_check:
+        _memory_preflight(opts, scenario)
     if not opts.check_interval > 0 or math.isinf(opts.check_interval):
         raise RunError(f"--check-interval = {opts.check_interval!r}: must be a positive number of "
                        "emulated seconds")
@@ -412,6 +450,20 @@ def _preflight(opts: RunOptions) -> None:
         if opts.record_dir is not None:
             check_record_dir(opts.record_dir)
     except PreflightError as e:
+        raise RunError(str(e)) from None
+
+
+def _memory_preflight(opts: RunOptions, scenario: Any) -> None:
+    """The run's dimensions together against the machine's available memory (emulator/preflight.py)."""
+    from emulator import preflight
+
+    duration = float(opts.duration if opts.duration is not None else scenario.duration)
+    timeline = bool(opts.record_dir or opts.summary_json or getattr(scenario, "expect", None))
+    estimate = preflight.estimate_memory(scenario, duration=duration, record_interval=opts.record_interval,
+                                         timeline=timeline)
+    try:
+        preflight.check_memory(opts.scenario, estimate, preflight.available_memory())
+    except preflight.PreflightError as e:
         raise RunError(str(e)) from None
 
 

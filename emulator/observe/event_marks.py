@@ -12,10 +12,15 @@ that first appears at 1 has no earlier sample to differ from, and its first mark
 
 Scrapes only (see `metrics.py`): a recording already holds each of these events with its time in
 events.jsonl and decisions.jsonl, and its samples stay what they were.
+
+The brokers start and the first leader is elected while the cluster boots, before any observer can
+attach: `BootEvents` keeps those events from the first broker's start on and hands them to the
+observers once they are attached, so events.jsonl and this counter have them too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
@@ -29,6 +34,7 @@ from emulator.cluster.events import (
     ConfigChanged,
     Event,
     LeaderElected,
+    LeaderStarted,
     ScenarioEvent,
     SessionLost,
     Split,
@@ -40,7 +46,7 @@ from emulator.workload.schema import EVENT_TYPES
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["EVENTS_METRIC", "EventMarks"]
+__all__ = ["BOOT_EVENTS", "EVENTS_METRIC", "BootEvents", "EventMarks"]
 
 EVENTS_METRIC = "pulsar_lb_emulator_events"
 """The counter's family name; its samples are `pulsar_lb_emulator_events_total`."""
@@ -96,3 +102,50 @@ class EventMarks:
         for (kind, name), n in sorted(self.counts.items()):
             f.add_metric((cluster_name, kind, name), n)
         return f
+
+
+BOOT_EVENTS: tuple[type[Event], ...] = (BrokerStarted, BrokerStartFailed, BrokerCrashed, LeaderElected,
+                                        LeaderStarted)
+"""What happens while the cluster boots that the observers report: its brokers' starts and the first
+election."""
+
+
+class BootEvents:
+    """The boot's lifecycle events, kept until the observers attach.
+
+        boot = BootEvents()
+        async with Cluster.start(..., before_brokers=boot.before_brokers()) as cluster:
+            ...attach the observers to cluster.events...
+            boot.replay(cluster.events)
+
+    `replay` hands each kept event, with its time, to every listener then subscribed, and stops
+    keeping: an event after it reaches the listeners as any other."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def before_brokers(self, then: Callable[["Cluster"], Awaitable[None]] | None = None
+                       ) -> Callable[["Cluster"], Awaitable[None]]:
+        """The cluster's `before_brokers` hook: start keeping, then run `then` (a warm start's)."""
+
+        async def hook(cluster: "Cluster") -> None:
+            self._unsubscribe = cluster.events.subscribe(self._keep)
+            if then is not None:
+                await then(cluster)
+
+        return hook
+
+    def _keep(self, event: Event) -> None:
+        if type(event) in BOOT_EVENTS:
+            self.events.append(event)
+
+    def replay(self, events: Any) -> None:
+        """Stop keeping; hand every kept event to each listener of `events` (the ClusterEvents)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        kept, self.events = self.events, []
+        for event in kept:
+            for listener in tuple(events.listeners):
+                listener(event)

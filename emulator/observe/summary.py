@@ -169,6 +169,9 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     switch between Modular/Simple and Extensible, a broker.conf class overridden by the dynamic one."""
     admin_writes: list[AdminWrite] = []
     """Writes the HTTP server accepted (emulator/observe/write_guard.py); left out of the JSON when none."""
+    repeated_warnings: list[str] = []
+    """Warnings logged more than once, each with its total: "N x message" (emulator/observe/logs.py
+    folds them to one line per emulated minute)."""
 
 
 def broker_max_usage(local: "LocalBrokerData", conf: "ServiceConfig") -> float:
@@ -279,6 +282,8 @@ def format_summary(s: RunSummary) -> str:
     for line in s.load_manager_warnings:
         out.append(f"  UNSUPPORTED: {line}")
     out.extend(f"  admin write        {w.line()}" for w in s.admin_writes)
+    for line in s.repeated_warnings:
+        out.append(f"  repeated warning   {line}")
     if s.placement_failures or s.shedding_failures:
         out.append(f"  user code raised   placement {s.placement_failures} times (lookups failed); "
                    f"shedder {s.shedding_failures} times (cycles skipped)")

@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from emulator.cluster.events import ScenarioEvent
+from emulator.cluster.events import (
+    ActorFailed,
+    BrokerCrashed,
+    BrokerStartFailed,
+    BrokerStopped,
+    BrokerStopping,
+    Event,
+    ScenarioEvent,
+)
 from emulator.cluster.network import host_of
 from emulator.model.bundles import topic_namespace
 
@@ -84,11 +92,33 @@ def _live_or_all(cluster: "Cluster", names: list[str]) -> list[str]:
 
 
 async def _start_broker(cluster: "Cluster", host: str, settings: dict[str, Any] | None = None) -> None:
+    bid = host if ":" in host else broker_id(host)
+    seen: list[Event] = []   # what happened to this broker while it started: the timeout's reason
+
+    def on_event(e: Event) -> None:
+        if getattr(e, "broker", None) == bid or str(getattr(e, "actor", "")).startswith(bid):
+            seen.append(e)
+
+    unsubscribe = cluster.events.subscribe(on_event)
     try:
         await cluster.add_broker(host, settings=broker_settings(settings) if settings else None)
     except TimeoutError:
         raise ValueError(f"broker {host} did not start within {cluster.settings.broker_start_timeout:g} "
-                         "emulated seconds (its actor's error is in the log)") from None
+                         f"emulated seconds: {_what_stopped(seen)}") from None
+    finally:
+        unsubscribe()
+
+
+def _what_stopped(seen: list[Event]) -> str:
+    """Why a broker did not start, from the events about it during its start."""
+    for e in seen:
+        if isinstance(e, BrokerStartFailed):
+            return f"it failed to start at t={e.t:.1f} s ({e.error})"
+        if isinstance(e, ActorFailed):
+            return f"its actor {e.actor} raised at t={e.t:.1f} s ({e.error})"
+        if isinstance(e, (BrokerCrashed, BrokerStopping, BrokerStopped)):
+            return f"it was stopped at t={e.t:.1f} s while starting ({e.kind}, by an overlapping event)"
+    return "it was still starting (no error; its start waits on the metadata store or the election)"
 
 
 def _next_hosts(cluster: "Cluster", count: int) -> list[str]:

@@ -135,7 +135,7 @@ def test_every_panel_annotation_and_rule_returns_data_from_a_real_prometheus(tmp
         def firing() -> list[Any]:
             return api(web, "query", query='ALERTS{alertname="PulsarLoadImbalanced", alertstate="firing"}')["result"]
 
-        # the imbalance starts at about 2.5 emulated minutes; held 10 more: ~20 s of real time at speed 40
+        # the imbalance starts at about 2.5 emulated minutes; held 15 more: ~26 s of real time at speed 40
         wait_for("PulsarLoadImbalanced firing", firing, 120)
         time.sleep(2 * STEP)      # so that a step of the range queries falls after the firing sample
         end = time.time()

@@ -298,7 +298,23 @@ async def test_a_failed_event_is_reported_in_one_line_and_the_run_goes_on():
         await run.sleep_until(8 * MIN)
         # broker-2's old session (30 s) still held its registration: it could not start (LockBusy)
         assert run.workload.errors == [
-            "events[0] (restart_rolling): broker broker-2 did not start within 60 emulated seconds "
-            "(its actor's error is in the log)"]
+            "events[0] (restart_rolling): broker broker-2 did not start within 60 emulated seconds: "
+            "it failed to start at t=84.7 s (LockBusy('Resource at /loadbalance/brokers/broker-2:8080 "
+            "is already locked'))"]
         # broker-3 stayed down longer than the session timeout, and came back
         assert run.cluster.live_brokers() == ["broker-1:8080", "broker-3:8080"]
+
+
+def test_a_broker_start_timeout_says_what_stopped_it():
+    from emulator.cluster.events import BrokerCrashed, BrokerStartFailed
+    from emulator.workload.events import _what_stopped
+
+    crashed = BrokerCrashed(broker="broker-2:8080", bundles=0)
+    crashed.t = 90.0
+    failed = BrokerStartFailed(broker="broker-2:8080", error="LockBusy('x')")
+    failed.t = 80.0
+    # overlapping restarts: another event killed it while it started (no error in the log)
+    assert _what_stopped([crashed]) == ("it was stopped at t=90.0 s while starting (broker_crashed, by an "
+                                        "overlapping event)")
+    assert _what_stopped([failed, crashed]) == "it failed to start at t=80.0 s (LockBusy('x'))"
+    assert "still starting" in _what_stopped([])
