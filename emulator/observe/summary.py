@@ -168,7 +168,7 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     """Load-manager changes Pulsar does not support (emulator/observe/load_manager_warnings.py): a live
     switch between Modular/Simple and Extensible, a broker.conf class overridden by the dynamic one."""
     admin_writes: list[AdminWrite] = []
-    """Writes the HTTP server accepted (emulator/observe/write_guard.py); left out of the JSON when none."""
+    """Writes the HTTP server accepted (emulator/observe/write_guard.py), each with its emulated time."""
     repeated_warnings: list[str] = []
     """Warnings logged more than once, each with its total: "N x message" (emulator/observe/logs.py
     folds them to one line per emulated minute)."""

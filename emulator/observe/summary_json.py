@@ -31,8 +31,6 @@ def whole_run_kpis(timeline: "Timeline", derived: Any = None) -> dict[str, Any]:
 
 def summary_object(summary: "RunSummary", kpis: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = to_builtins(summary)
-    if not out.get("admin_writes"):   # none: the run's JSON as before the field existed
-        out.pop("admin_writes", None)
     out["kpis"] = to_builtins(kpis or {})
     return out
 
