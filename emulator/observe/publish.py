@@ -13,9 +13,14 @@ fluid model, no event per message. `PublishAccounting` listens to `cluster.event
 * `HandleClosed` while disconnected: ProducerImpl.closeAsync fails the pending messages
   (AlreadyClosedException), counted as `failed_closed`.
 
-The integral of each topic's rate is kept as a cumulative vector brought up to date at most once per
-`settle_interval` emulated seconds (on any event, or when read), and interpolated in between: the work
-is one vector operation per settle and O(1) per producer event, never per message.
+The integral of each topic's rate is kept as a cumulative vector brought up to date ("settled") every
+`settle_interval` emulated seconds, by a timer on the run's loop at t0 + k x settle_interval (t0: when
+the accounting was made), and interpolated in between: the work is one vector operation per settle and
+O(1) per producer event, never per message. Settling only at those instants, which the run fixes, is
+what keeps every read pure: a read (a Prometheus scrape of /metrics, an admin view, the summary, the
+recorder) interpolates up to its `now` and changes nothing, so the same scenario, config and seed give
+the same figures however often and whenever the run is read (issue 32). Without a running loop (a unit
+test's fake clock) the producers' own events settle instead, at most once per `settle_interval`.
 
 A message of an outage still running at read time has not been acknowledged: it is in no quantile
 yet (its batch that already timed out is counted as failed).
@@ -27,6 +32,7 @@ cluster starts.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,6 +168,8 @@ class _Rates:
         return self._size[i]
 
     def settle(self, now: float) -> None:
+        """Bring the integral to `now` and re-read the rates there: only at the instants the run fixes
+        (`PublishAccounting._tick`, or events), never on a read."""
         if now <= self.t or self.traffic is None:
             return
         self.cum += self.rate * (now - self.t)
@@ -234,16 +242,48 @@ class PublishAccounting:
         self._table: tuple[int, TabulatedMixture, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._per_topic: tuple[tuple[float, int], list[PublishLine]] | None = None
         self._unsubscribe = cluster.events.subscribe(self._on_event)
+        self._timer: asyncio.TimerHandle | None = None
+        self._ticks = self._start_ticks()
 
     def close(self) -> None:
         self._unsubscribe()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # ------------------------------------------------------------------ settling
+
+    def _start_ticks(self) -> bool:
+        """Settle on a timer at t0 + k x settle_interval (see the module docstring); False when there
+        is nothing to settle (constant rates) or no running loop to time it."""
+        if self._rates.traffic is None:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        # the loop's time of emulated t0 (the same number on the emulator's zero-origin loops)
+        self._loop_t0 = loop.time() - (self.cluster.system.clock.now() - self._rates.t0)
+        self._arm(loop, 1)
+        return True
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, k: int) -> None:
+        self._timer = loop.call_at(self._loop_t0 + k * self.settle_interval, self._tick, loop, k)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop, k: int) -> None:
+        self._timer = None
+        system = getattr(self.cluster, "system", None)
+        if getattr(system, "closed", False):
+            return          # the run is over: no timer left to keep a finished loop's time moving
+        self._rates.settle(self._rates.t0 + k * self.settle_interval)
+        self._arm(loop, k + 1)
 
     # ------------------------------------------------------------------ events
 
     def _on_event(self, e: Event) -> None:
         self._events += 1
         t = e.t
-        if t - self._rates.t >= self.settle_interval:
+        if not self._ticks and t - self._rates.t >= self.settle_interval:
             self._rates.settle(t)
         match e:
             case HandleConnected():
@@ -352,9 +392,8 @@ class PublishAccounting:
 
         Cheap enough for every recorder sample: the windows are the cluster's `WaitBins`, tabulated
         once per change (`TabulatedMixture`, quantiles to 0.4 %); `exact=True` (the summary, the
-        recording's publish.jsonl) searches the exact mixture instead."""
-        if now - self._rates.t >= self.settle_interval:
-            self._rates.settle(now)
+        recording's publish.jsonl) searches the exact mixture instead. A pure read: it settles nothing
+        (the module docstring says why), the tabulation is a cache of the windows."""
         sent_total = float(self._sent(now).sum())
         ongoing, timed = self._ongoing(now)
         direct = max(0.0, sent_total - self.window_total - sum(ongoing.values())) + self._bins.no_wait
