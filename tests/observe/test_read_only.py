@@ -32,8 +32,8 @@ from emulator.observe.publish import summary_lines
 from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
 from emulator.runner import RunOptions, run
 
-SCENARIO = "hot-topic"     # a split storm from 5 m: producers cut off and back (publish outage windows)
-DURATION = 600.0
+CASES = [("hot-topic", 600.0),      # a split storm from 5 m: producers cut off and back (outage windows)
+         ("broker-crash", 720.0)]   # a crash at 10 m: sends time out until the session expires
 WALL_CLOCK_FIELDS = ("started_at", "ended_at", "versions")
 """run.json keys that are the machine's, not the run's."""
 
@@ -65,8 +65,8 @@ def _views(cluster: Any) -> list[str]:
 def _writable_gets(cluster: Any) -> list[tuple[Any, str]]:
     name = cluster.name
     config, policies = DynamicConfigRoutes(cluster), PolicyRoutes(cluster)
-    out = [(config, p) for p in ("/admin/v2/brokers/configuration", "/admin/v2/brokers/configuration/values",
-                                 "/admin/v2/brokers/configuration/runtime")]
+    base = "/admin/v2/brokers/configuration"
+    out: list[tuple[Any, str]] = [(config, p) for p in (base, f"{base}/values", f"{base}/runtime")]
     out += [(policies, f"/admin/v2/clusters/{name}/namespaceIsolationPolicies"),
             (policies, f"/admin/v2/clusters/{name}/failureDomains")]
     out += [(policies, f"/admin/v2/namespaces/{ns}/antiAffinity")
@@ -121,10 +121,31 @@ def _observed(make_task: Callable[[Reader], Callable[[], Any]], readers: list[Re
 
 
 def _every_emulated_second(reader: Reader) -> Callable[[], Any]:
+    """A read at the first loop turn after each emulated second, handed to the loop as the HTTP server
+    hands its requests (a callback, here a task, at whatever instant the loop is): no timer of its
+    own, since a timer would itself move the virtual loop's timers that fall within its resolution
+    (1 ns) of it."""
     async def task() -> None:
-        while True:
-            await reader.read()
-            await anyio.sleep(1.0)
+        loop = asyncio.get_running_loop()
+        clock = reader.cluster.system.clock
+        due = [clock.now()]
+        pending: set[asyncio.Task[None]] = set()
+        turn = loop._run_once      # type: ignore[attr-defined]
+
+        def run_once() -> None:
+            now = clock.now()
+            if now >= due[0]:
+                due[0] = now + 1.0
+                t = loop.create_task(reader.read())
+                pending.add(t)
+                t.add_done_callback(pending.discard)
+            turn()
+
+        loop._run_once = run_once   # type: ignore[attr-defined]
+        try:
+            await anyio.sleep_forever()
+        finally:
+            loop._run_once = turn   # type: ignore[attr-defined]
     return task
 
 
@@ -139,7 +160,7 @@ def _from_a_thread(reader: Reader) -> Callable[[], Any]:
             while not stop.wait(0.002):
                 done = threading.Event()
 
-                def once() -> None:
+                def once(done: threading.Event = done) -> None:
                     try:
                         reader.read_sync()
                     finally:
@@ -176,10 +197,12 @@ def _recording(folder: Path) -> dict[str, bytes]:
     return out
 
 
-def _run(folder: Path, clock: str, observer: Any = None, monkeypatch: Any = None) -> tuple[str, dict[str, bytes]]:
+def _run(folder: Path, case: tuple[str, float], clock: str, observer: Any = None,
+         monkeypatch: Any = None) -> tuple[str, dict[str, bytes]]:
     if observer is not None:
         monkeypatch.setattr(attach, "observe", observer)
-    opts = RunOptions(scenario=SCENARIO, duration=DURATION, clock=clock, speed=300.0, record_dir=str(folder))
+    scenario, duration = case
+    opts = RunOptions(scenario=scenario, duration=duration, clock=clock, speed=300.0, record_dir=str(folder))
     result = run(opts, out=io.StringIO(), err=io.StringIO())
     if observer is not None:
         monkeypatch.undo()
@@ -198,22 +221,33 @@ def _assert_same(plain: tuple[str, dict[str, bytes]], read: tuple[str, dict[str,
     assert not differ, f"read, the run recorded other bytes in {', '.join(differ)}"
 
 
-def test_reading_everything_every_emulated_second_changes_no_recorded_byte(tmp_path, monkeypatch):
-    plain = _run(tmp_path / "plain", "virtual")
+@pytest.mark.parametrize("case", CASES, ids=[name for name, _ in CASES])
+def test_reading_everything_every_emulated_second_changes_no_recorded_byte(tmp_path, monkeypatch, case):
+    plain = _run(tmp_path / "plain", case, "virtual")
     readers: list[Reader] = []
-    read = _run(tmp_path / "read", "virtual", _observed(_every_emulated_second, readers), monkeypatch)
-    assert readers and readers[0].reads >= DURATION   # it did read, every second
+    read = _run(tmp_path / "read", case, "virtual", _observed(_every_emulated_second, readers), monkeypatch)
+    assert readers and readers[0].reads >= case[1] / 2   # it did read, about every second
     assert "publish latency" in plain[0] and "publish.jsonl" in plain[1]
     _assert_same(plain, read)
+    # the failure counters only grow: Prometheus' increase() (and the KPIs) read a drop as a reset
+    last: dict[str, float] = {}
+    for line in plain[1]["samples.jsonl.gz"].splitlines():
+        sample = json.loads(line)
+        if sample.get("name") == "pulsar_lb_emulator_publish_failed_total":
+            reason = sample["labels"]["reason"]
+            assert sample["value"] >= last.get(reason, 0.0), sample
+            last[reason] = sample["value"]
+    assert last
 
 
-@pytest.mark.parametrize("clock", ["wall"])
-def test_reading_from_another_thread_on_the_wall_clock_changes_no_recorded_byte(tmp_path, monkeypatch, clock):
-    plain = _run(tmp_path / "plain", clock)
+def test_reading_from_another_thread_on_the_wall_clock_changes_no_recorded_byte(tmp_path, monkeypatch):
+    case = CASES[0]
+    plain = _run(tmp_path / "plain", case, "wall")
     readers: list[Reader] = []
-    read = _run(tmp_path / "read", clock, _observed(_from_a_thread, readers), monkeypatch)
+    read = _run(tmp_path / "read", case, "wall", _observed(_from_a_thread, readers), monkeypatch)
     assert readers and readers[0].reads >= 10
     _assert_same(plain, read)
     # and the wall clock records what the virtual clock does
-    virtual = _run(tmp_path / "virtual", "virtual")
+    virtual = _run(tmp_path / "virtual", case, "virtual")
     assert virtual[1]["samples.jsonl.gz"] == plain[1]["samples.jsonl.gz"]
+    assert virtual[1]["publish.jsonl"] == plain[1]["publish.jsonl"]
