@@ -13,9 +13,14 @@ fluid model, no event per message. `PublishAccounting` listens to `cluster.event
 * `HandleClosed` while disconnected: ProducerImpl.closeAsync fails the pending messages
   (AlreadyClosedException), counted as `failed_closed`.
 
-The integral of each topic's rate is kept as a cumulative vector brought up to date at most once per
-`settle_interval` emulated seconds (on any event, or when read), and interpolated in between: the work
-is one vector operation per settle and O(1) per producer event, never per message.
+The integral of each topic's rate is kept as a cumulative vector brought up to date ("settled") every
+`settle_interval` emulated seconds, by a timer on the run's loop at t0 + k x settle_interval (t0: when
+the accounting was made), and interpolated in between: the work is one vector operation per settle and
+O(1) per producer event, never per message. Settling only at those instants, which the run fixes, is
+what keeps every read pure: a read (a Prometheus scrape of /metrics, an admin view, the summary, the
+recorder) interpolates up to its `now` and changes nothing, so the same scenario, config and seed give
+the same figures however often and whenever the run is read (issue 32). Without a running loop (a unit
+test's fake clock) the producers' own events settle instead, at most once per `settle_interval`.
 
 A message of an outage still running at read time has not been acknowledged: it is in no quantile
 yet (its batch that already timed out is counted as failed).
@@ -27,6 +32,7 @@ cluster starts.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,10 +117,40 @@ class _Topic:
 
 
 class _Down:
-    __slots__ = ("topic", "t", "cum", "share", "queue")
+    """One producer's outage so far. `batches` send-timeout batches have failed (the last at
+    `t + batches x send_timeout`, when the rate integral was `batch_cum`): `timed` of their messages
+    failed by the timeout, `full` were refused by the full queue. Recorded as each batch fails, at
+    the settle instants, so the failure counters only ever grow (Prometheus reads a drop as a reset)."""
 
-    def __init__(self, topic: int, t: float, cum: float, share: int, queue: PendingQueue) -> None:
-        self.topic, self.t, self.cum, self.share, self.queue = topic, t, cum, share, queue
+    __slots__ = ("topic", "t", "cum", "share", "queue", "cap", "batches", "batch_cum", "timed", "full")
+
+    def __init__(self, topic: int, t: float, cum: float, share: int, queue: PendingQueue, cap: float) -> None:
+        self.topic, self.t, self.cum, self.share, self.queue, self.cap = topic, t, cum, share, queue, cap
+        self.batches = 0
+        self.batch_cum = cum
+        self.timed = self.full = 0.0
+
+    def batches_until(self, now: float, rates: "_Rates") -> tuple[int, float, float, float]:
+        """(batches, batch_cum, timed, full) with the batches that failed up to `now` added: each is
+        the messages sent since the previous one (the rate integral between the two instants),
+        min(that, the queue's capacity) timed out, the rest refused. `now` must not be before the
+        rates' last settle (`_Rates.at` interpolates forward only)."""
+        batches, batch_cum, timed, full = self.batches, self.batch_cum, self.timed, self.full
+        t_out = self.queue.send_timeout
+        if t_out <= 0:
+            return batches, batch_cum, timed, full
+        while self.t + (batches + 1) * t_out <= now:
+            batches += 1
+            cum = rates.at(self.topic, self.t + batches * t_out)
+            sent = max(0.0, cum - batch_cum) / self.share
+            accepted = min(sent, self.cap)
+            timed += accepted
+            full += sent - accepted
+            batch_cum = max(batch_cum, cum)
+        return batches, batch_cum, timed, full
+
+    def record_batches(self, now: float, rates: "_Rates") -> None:
+        self.batches, self.batch_cum, self.timed, self.full = self.batches_until(now, rates)
 
 
 class _Rates:
@@ -162,6 +198,8 @@ class _Rates:
         return self._size[i]
 
     def settle(self, now: float) -> None:
+        """Bring the integral to `now` and re-read the rates there: only at the instants the run fixes
+        (`PublishAccounting._tick`, or events), never on a read."""
         if now <= self.t or self.traffic is None:
             return
         self.cum += self.rate * (now - self.t)
@@ -227,6 +265,7 @@ class PublishAccounting:
         self._down: dict[tuple[str, int], _Down] = {}
         self._bins = WaitBins()
         self._queues: dict[str, PendingQueue] = {}
+        self._last_segment: dict[PendingQueue, PendingQueue] = {}
         self.failed = [0.0, 0.0, 0.0]             # timeout, queue full, closed
         self.window_total = 0.0
         self.window_wait_sum = 0.0     # over delivered window messages, of their wait
@@ -234,17 +273,56 @@ class PublishAccounting:
         self._table: tuple[int, TabulatedMixture, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._per_topic: tuple[tuple[float, int], list[PublishLine]] | None = None
         self._unsubscribe = cluster.events.subscribe(self._on_event)
+        self._timer: asyncio.TimerHandle | None = None
+        self._ticks = self._start_ticks()
 
     def close(self) -> None:
         self._unsubscribe()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # ------------------------------------------------------------------ settling
+
+    def _start_ticks(self) -> bool:
+        """Settle on a timer at t0 + k x settle_interval (see the module docstring); False when there
+        is nothing to settle (constant rates) or no running loop to time it."""
+        if self._rates.traffic is None:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        # the loop's time of emulated t0 (the same number on the emulator's zero-origin loops)
+        self._loop_t0 = loop.time() - (self.cluster.system.clock.now() - self._rates.t0)
+        self._arm(loop, 1)
+        return True
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, k: int) -> None:
+        self._timer = loop.call_at(self._loop_t0 + k * self.settle_interval, self._tick, loop, k)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop, k: int) -> None:
+        self._timer = None
+        system = getattr(self.cluster, "system", None)
+        if getattr(system, "closed", False):
+            return          # the run is over: no timer left to keep a finished loop's time moving
+        self._settle(self._rates.t0 + k * self.settle_interval)
+        self._arm(loop, k + 1)
+
+    def _settle(self, now: float) -> None:
+        """The send-timeout batches that failed up to `now` are recorded first: they need the
+        integral between the last settle and `now`, which the settle replaces."""
+        for down in self._down.values():
+            down.record_batches(now, self._rates)
+        self._rates.settle(now)
 
     # ------------------------------------------------------------------ events
 
     def _on_event(self, e: Event) -> None:
         self._events += 1
         t = e.t
-        if t - self._rates.t >= self.settle_interval:
-            self._rates.settle(t)
+        if not self._ticks and t - self._rates.t >= self.settle_interval:
+            self._settle(t)
         match e:
             case HandleConnected():
                 if self._is_producer(e):
@@ -252,9 +330,10 @@ class PublishAccounting:
             case HandleDisconnected():
                 if self._is_producer(e):
                     i = self._index(e.topic)
+                    queue = self._queue_of(e.client)
                     self._down[(e.client, e.handle)] = _Down(
-                        i, t, self._rates.at(i, t), max(1, int(self._a.producers[i])),
-                        self._queue_of(e.client))
+                        i, t, self._rates.at(i, t), max(1, int(self._a.producers[i])), queue,
+                        queue.capacity(self._rates.size(i)))
             case HandleReconnected():
                 down = self._down.pop((e.client, e.handle), None)
                 if down is not None:
@@ -302,16 +381,23 @@ class PublishAccounting:
             a.sent[i] += max(0.0, self._rates.at(i, t) - a.since[i])
 
     def _window_ended(self, down: _Down, t: float, *, closed: bool) -> None:
+        """The send-timeout batches as they failed (`_Down`), then the last segment since the last
+        batch: queued up to the queue's capacity (delivered now, or failed by the close), the rest
+        refused (`outage_outcome` of that segment alone)."""
         i = down.topic
         duration = t - down.t
-        messages = max(0.0, self._rates.at(i, t) - down.cum) / down.share
+        end = self._rates.at(i, t)
+        messages = max(0.0, end - down.cum) / down.share
         if duration <= 0 or messages <= 0:
             return
         topic = self._topics.get(i)
         if topic is None:
             topic = self._topics[i] = _Topic()
-        out = outage_outcome(duration, messages, self._rates.size(i), down.queue)
-        failed = (out.failed_timeout, out.failed_queue_full, out.delivered if closed else 0.0)
+        down.record_batches(t, self._rates)
+        rest = duration - down.batches * down.queue.send_timeout
+        out = outage_outcome(rest, max(0.0, end - down.batch_cum) / down.share, self._rates.size(i),
+                             self._no_timeout(down.queue))
+        failed = (down.timed, down.full + out.failed_queue_full, out.delivered if closed else 0.0)
         if not closed:
             topic.windows.append(_Window(out.delivered, out.wait_lo, out.wait_hi))
             self._bins.add(out.delivered, out.wait_lo, out.wait_hi)
@@ -322,22 +408,31 @@ class PublishAccounting:
         self._a.window_total[i] += messages
         self.window_total += messages
 
+    def _no_timeout(self, queue: PendingQueue) -> PendingQueue:
+        q = self._last_segment.get(queue)
+        if q is None:
+            q = self._last_segment[queue] = msgspec.structs.replace(queue, send_timeout=0.0)
+        return q
+
     # ------------------------------------------------------------------ reading
 
-    def _ongoing(self, now: float) -> tuple[dict[int, float], dict[int, float]]:
-        """Per topic: messages of outages still running, and how many of them already timed out."""
+    def _ongoing(self, now: float) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+        """Per topic: messages of outages still running, how many of them already timed out, and how
+        many the full queue refused in the batches that failed (both final: counters that grow)."""
         sent: dict[int, float] = {}
         timed: dict[int, float] = {}
+        full: dict[int, float] = {}
         for down in self._down.values():
-            elapsed = now - down.t
-            if elapsed <= 0:
+            if now - down.t <= 0:
                 continue
-            n = max(0.0, self._rates.at(down.topic, now) - down.cum) / down.share
-            sent[down.topic] = sent.get(down.topic, 0.0) + n
-            t_out = down.queue.send_timeout
-            if t_out > 0 and elapsed >= t_out:
-                timed[down.topic] = timed.get(down.topic, 0.0) + n * math.floor(elapsed / t_out) * t_out / elapsed
-        return sent, timed
+            i = down.topic
+            n = max(0.0, self._rates.at(i, now) - down.cum) / down.share
+            sent[i] = sent.get(i, 0.0) + n
+            _, _, down_timed, down_full = down.batches_until(now, self._rates)
+            if down_timed or down_full:
+                timed[i] = timed.get(i, 0.0) + down_timed
+                full[i] = full.get(i, 0.0) + down_full
+        return sent, timed, full
 
     def _sent(self, now: float) -> np.ndarray:
         """Messages published per topic index up to `now`."""
@@ -352,11 +447,10 @@ class PublishAccounting:
 
         Cheap enough for every recorder sample: the windows are the cluster's `WaitBins`, tabulated
         once per change (`TabulatedMixture`, quantiles to 0.4 %); `exact=True` (the summary, the
-        recording's publish.jsonl) searches the exact mixture instead."""
-        if now - self._rates.t >= self.settle_interval:
-            self._rates.settle(now)
+        recording's publish.jsonl) searches the exact mixture instead. A pure read: it settles nothing
+        (the module docstring says why), the tabulation is a cache of the windows."""
         sent_total = float(self._sent(now).sum())
-        ongoing, timed = self._ongoing(now)
+        ongoing, timed, full = self._ongoing(now)
         direct = max(0.0, sent_total - self.window_total - sum(ongoing.values())) + self._bins.no_wait
         bins = self._bins
         table = self._table
@@ -374,7 +468,7 @@ class PublishAccounting:
         buckets = [(float(b), float(c)) for b, c in zip(PUBLISH_LATENCY_BUCKETS, cumulative)] + [(math.inf, total)]
         line = PublishLine(topic="", t=now, messages=total,
                            failed_timeout=self.failed[0] + sum(timed.values()),
-                           failed_queue_full=self.failed[1], failed_closed=self.failed[2],
+                           failed_queue_full=self.failed[1] + sum(full.values()), failed_closed=self.failed[2],
                            p50=qs[0], p99=qs[1], p999=qs[2], p9999=qs[3])
         return PublishStats(cluster=line, buckets=buckets,
                             latency_sum=total * self.base.mean + self.window_wait_sum)
@@ -391,7 +485,7 @@ class PublishAccounting:
 
     def _per_topic_lines(self, now: float) -> list[PublishLine]:
         sent = self._sent(now)
-        ongoing, timed = self._ongoing(now)
+        ongoing, timed, full = self._ongoing(now)
         a = self._a
         n_idx = len(sent)
         had = np.nonzero((a.producers[:n_idx] > 0) | (a.sent[:n_idx] > 0) | (a.window_total[:n_idx] > 0))[0]
@@ -424,7 +518,7 @@ class PublishAccounting:
             delivered = direct[k] + (sum(w.n for w in topic.windows) if topic is not None else 0.0)
             out.append(PublishLine(
                 topic=names[i], t=now, messages=float(delivered),
-                failed_timeout=failed[0] + timed.get(i, 0.0), failed_queue_full=failed[1],
+                failed_timeout=failed[0] + timed.get(i, 0.0), failed_queue_full=failed[1] + full.get(i, 0.0),
                 failed_closed=failed[2], p50=float(qs[k, 0]), p99=float(qs[k, 1]),
                 p999=float(qs[k, 2]), p9999=float(qs[k, 3])))
         return out

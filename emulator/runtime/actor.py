@@ -480,6 +480,11 @@ class ActorSystem:
     def __repr__(self) -> str:
         return f"<ActorSystem {self.name!r} seed={self.seed} actors={len(self._actors)}>"
 
+    @property
+    def closed(self) -> bool:
+        """The block was left: the actors are gone (a timer of an observer stops rearming)."""
+        return self._closed
+
     async def __aenter__(self) -> ActorSystem:
         if self._tg is not None or self._closed:
             raise RuntimeError(f"ActorSystem {self.name!r} can be entered only once; "
