@@ -1,5 +1,6 @@
-"""Emulated time keeps its pace under scraping (issue 32): the same run, unscraped and scraped by 50
-concurrent clients of one process, the scraped one within 2x of the unscraped wall time."""
+"""Emulated time keeps its pace under scraping, and scraping changes nothing (issue 32): the same run,
+unscraped and scraped by 50 concurrent clients of one process, the scraped one within 2x of the unscraped
+wall time and with the same recording, byte for byte."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ import sys
 import threading
 import time
 
+from pathlib import Path
+
 import pytest
+
+from tests.observe.test_read_only import _recording
 
 CLIENTS = 50
 
 
-def timed_run(clients: int, duration: str = "20m") -> tuple[float, int]:
+def timed_run(clients: int, duration: str = "20m", record: Path | None = None) -> tuple[float, int]:
     """Wall seconds of `run default` while `clients` threads scrape /metrics back to back; the scrapes."""
     cmd = [sys.executable, "-m", "emulator", "run", "default", "--duration", duration, "--metrics-port", "0",
-           "--quiet"]
+           "--quiet"] + (["--record", str(record)] if record is not None else [])
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -57,3 +62,15 @@ def test_fifty_scraping_clients_keep_emulated_time_within_2x_of_its_pace():
     scraped, scrapes = timed_run(CLIENTS)
     assert scrapes > 10 * CLIENTS                     # they did scrape, all along
     assert scraped < 2 * unscraped, f"scraped {scraped:.1f} s vs unscraped {unscraped:.1f} s wall"
+
+
+@pytest.mark.slow
+def test_fifty_scraping_clients_change_no_recorded_byte(tmp_path):
+    """The issue's "Done means": the scraped run's recording equals the unscraped one's (decisions,
+    events, samples, publish, run.json but for its wall-clock fields)."""
+    timed_run(0, "10m", tmp_path / "plain")
+    _, scrapes = timed_run(CLIENTS, "10m", tmp_path / "scraped")
+    assert scrapes > CLIENTS
+    [plain] = (tmp_path / "plain").iterdir()
+    [scraped] = (tmp_path / "scraped").iterdir()
+    assert _recording(scraped) == _recording(plain)
