@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import signal
 import sys
+import threading
 from typing import Any, NoReturn, Sequence
 
 import shedders
@@ -243,15 +245,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    # SIGTERM ends with 143, not -15, at any moment (`run` installs its own handler for the run)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum)) if main_thread else None
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except UsageError as e:
         sys.stderr.write(f"pulsar-lb-emulator: error: {e}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 # --------------------------------------------------------------------------- run
@@ -296,7 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run(opts)
     except RunError as e:
         raise UsageError(str(e)) from None
-    sys.stdout.write(result.summary_text.rstrip("\n") + "\n")
+    if result.summary_text:   # none when the run was stopped before the cluster was ready
+        sys.stdout.write(result.summary_text.rstrip("\n") + "\n")
     if result.violations:
         sys.stdout.write(f"invariant violations: {len(result.violations)}\n")
         for v in result.violations[:10]:

@@ -6,7 +6,9 @@ together and owns nothing else. Precedence of settings (readable in `--help`):
     built-in defaults < broker.conf < scenario [settings] < --set / --placement / --shedder
 
 A run ends at its duration, or early on SIGINT/SIGTERM with the summary so far (the recording is then
-marked incomplete). Everything that decides anything uses emulated time; wall time is only reported.
+marked incomplete); a signal before the cluster is ready cancels the start, and a second signal ends the
+process at once (`_Endings`). Everything that decides anything uses emulated time; wall time is only
+reported.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import anyio
@@ -216,13 +220,105 @@ def _record_folder(parent: str, scenario: str, seed: int, grid: dict[str, str]) 
     return path
 
 
+# --------------------------------------------------------------------------- signals
+
+
+class _Endings:
+    """SIGINT and SIGTERM from `run()`'s first line to its last, before the loop exists as after it.
+
+    The first signal calls the run's current `stop` on its loop: before the cluster is ready that
+    cancels the start, after it it ends the run as its duration would (summary so far, recording
+    marked incomplete). A second signal ends the process at once, the way a user pressing Ctrl-C again
+    means: the summary so far on `out` (the final one if it is made, else the cluster read now), the
+    recording's buffered lines flushed and run.json marked incomplete, exit 128 + signal (130, 143).
+    Python-level handlers run between bytecodes, so no gzip member is ever cut by this exit."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out, self.err = out, err
+        self.first: str | None = None
+        self.summary: Callable[[], str] | None = None       # the summary text so far
+        self.abort: Callable[[], None] | None = None        # the recording's emergency close
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: Callable[[], Any] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> "_Endings":
+        # only the main thread may install handlers (a sweep's executors run elsewhere)
+        if threading.current_thread() is threading.main_thread() and sys.platform != "win32":
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def on_stop(self, stop: Callable[[], Any]) -> None:
+        """From now on the first signal calls `stop` on the running loop (now, if one came already)."""
+        self._loop, self._stop = asyncio.get_running_loop(), stop
+        if self.first is not None:
+            self._loop.call_soon(stop)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self.first is None:
+            self.first = name
+            loop, stop = self._loop, self._stop
+            if loop is not None and stop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(stop)   # safe in a handler: the loop runs it, not the handler
+            return
+        self._end_now(signum, name)
+
+    def _end_now(self, signum: int, name: str) -> None:
+        text, why = "", "the cluster was not ready: no summary"
+        if self.summary is not None:
+            try:
+                text, why = self.summary(), "the summary so far (no KPIs or expectations)"
+            except Exception as e:   # noqa: BLE001 - the cluster was read mid-step; end anyway
+                why = f"no summary: reading the cluster failed ({type(e).__name__}: {e})"
+        try:
+            if self.abort is not None:
+                self.abort()
+            if text:
+                self.out.write(text.rstrip("\n") + "\n")
+                self.out.flush()
+            self.err.write(f"pulsar-lb-emulator: second signal ({name} after {self.first}): ended at once; "
+                           f"{why}; a recording ends at its last flush, marked incomplete\n")
+            self.err.flush()
+        finally:
+            os._exit(128 + signum)
+
+
 # --------------------------------------------------------------------------- the run
 
 
 async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None, clock: Clock, *,
-                    out: TextIO, err: TextIO) -> RunResult:
+                    out: TextIO, err: TextIO, endings: _Endings | None = None) -> RunResult:
     """Run the scenario on the running loop (which must be `clock`'s). `base` is the broker.conf
-    config under the scenario's settings and the overrides (see `effective_config`)."""
+    config under the scenario's settings and the overrides (see `effective_config`); `endings` the
+    signal handling `run()` installed (None: signals are not handled here)."""
+    seed = scenario.seed if opts.seed is None else opts.seed
+    duration = float(opts.duration if opts.duration is not None else scenario.duration)
+    started_wall = time.perf_counter()
+    endings = endings or _Endings(out, err)
+    record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
+                   if opts.record_dir else None)
+    starting = anyio.CancelScope()
+    endings.on_stop(starting.cancel)   # a signal before the cluster is ready cancels the start
+    with starting:
+        return await _run_started(opts, scenario, base, clock, seed, duration, record_path, endings,
+                                  out=out, err=err, started_wall=started_wall)
+    # the start was cancelled: nothing ran, so no summary (the recording, if begun, is marked incomplete)
+    err.write(f"pulsar-lb-emulator: {endings.first} before the cluster was ready: no summary\n")
+    return RunResult(summary=None, summary_text="", wall_seconds=time.perf_counter() - started_wall,
+                     emulated_seconds=0.0, record_path=str(record_path) if record_path else None,
+                     interrupted=endings.first)
+
+
+async def _run_started(opts: RunOptions, scenario: Any, base: ServiceConfig | None, clock: Clock, seed: int,
+                       duration: float, record_path: Path | None, endings: _Endings, *, out: TextIO,
+                       err: TextIO, started_wall: float) -> RunResult:
+    """`run_async` once its signal handling is in place."""
     from emulator.cluster.cluster import Cluster
     from emulator.observe.attach import observe
     from emulator.observe.decision_log import DecisionLog
@@ -247,15 +343,9 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
     from emulator.workload.schema import start_epoch_ms
     from emulator.workload.session import start_scenario
 
-    seed = scenario.seed if opts.seed is None else opts.seed
-    duration = float(opts.duration if opts.duration is not None else scenario.duration)
-    started_wall = time.perf_counter()
     folded = repeated_warnings()           # the summary lists this run's repeated warnings
     folded_mark = folded.mark() if folded is not None else {}
-    interrupted: list[str] = []
     out_of_memory: list[str] = []          # a MemoryError ended the run (exit 3, the summary so far)
-    record_path = (_record_folder(opts.record_dir, opts.scenario, seed, opts.grid)
-                   if opts.record_dir else None)
 
     boot = BootEvents()   # broker starts and the first election, handed to the observers once attached
 
@@ -310,17 +400,22 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                         else None)
             async with _memory_fault(cluster, out_of_memory), anyio.create_task_group() as tg:
                 done = anyio.Event()
+                # ready: a first signal ends the run with its summary, a second prints the summary so far
+                endings.on_stop(done.set)
+
+                def summary_so_far() -> str:
+                    return format_summary(summarize(
+                        cluster, cluster.decision_log, tracker, scenario=run_info["scenario"], seed=seed,
+                        event_errors=list(run.workload.errors), load_manager_warnings=lm_warnings,
+                        admin_writes=obs.admin_writes))
+
+                endings.summary = summary_so_far
+                if obs.recorder is not None:
+                    endings.abort = obs.recorder.abort
                 if timeline is not None and obs.recorder is not None:
                     timeline.follow(obs.recorder)   # one collection of the metrics per sample
                 elif timeline is not None:
                     tg.start_soon(timeline.run)
-
-                async def watch_signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                        async for signum in signals:
-                            interrupted.append(signal.Signals(signum).name)
-                            done.set()
-                            return
 
                 async def until_duration() -> None:
                     await run.sleep_until(duration)
@@ -340,8 +435,6 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
                         out.flush()
                         n += 1
 
-                if sys.platform != "win32":
-                    tg.start_soon(watch_signals)
                 tg.start_soon(until_duration)
                 if opts.monitor_interval:
                     tg.start_soon(monitor)
@@ -358,6 +451,8 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             if folded is not None:
                 summary = msgspec.structs.replace(summary, repeated_warnings=[
                     f"{w.total} x {w.message}" for w in folded.totals(since=folded_mark)])
+            base_text = format_summary(summary)
+            endings.summary = lambda: base_text   # a second signal from here prints this one
             expectations = []
             kpis = None
             if timeline is not None:
@@ -378,13 +473,15 @@ async def run_async(opts: RunOptions, scenario: Any, base: ServiceConfig | None,
             actor_failures = [f"{f.actor} at t={f.time:.1f} s: {f.error}" for f in cluster.system.failures]
             actor_failures += [line for line in out_of_memory if line.startswith("run ")]  # actors' are listed
             url = obs.url
-            if interrupted or out_of_memory:
+            summary_text = format_summary(summary)
+            endings.summary = lambda: summary_text
+            if endings.first or out_of_memory:
                 obs.close(complete=False)
         emulated = run.elapsed
-    return RunResult(summary=summary, summary_text=format_summary(summary),
+    return RunResult(summary=summary, summary_text=summary_text,
                      wall_seconds=time.perf_counter() - started_wall, emulated_seconds=emulated,
                      record_path=str(record_path) if record_path else None, url=url,
-                     interrupted=interrupted[0] if interrupted else None, violations=violations,
+                     interrupted=endings.first, violations=violations,
                      actor_failures=actor_failures, expectations=expectations)
 
 
@@ -436,8 +533,12 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     if not opts.check_interval > 0 or math.isinf(opts.check_interval):
         raise RunError(f"--check-interval = {opts.check_interval!r}: must be a positive number of "
                        "emulated seconds")
-    return run_on_clock(functools.partial(run_async, out=out, err=err), opts, scenario, base, clock,
-                        clock=clock)
+    with _Endings(out, err) as endings:
+        result = run_on_clock(functools.partial(run_async, out=out, err=err, endings=endings), opts, scenario,
+                              base, clock, clock=clock)
+        if endings.first and result.interrupted is None:   # a signal after the loop ended
+            result = msgspec.structs.replace(result, interrupted=endings.first)
+    return result
 
 
 def _preflight(opts: RunOptions) -> None:

@@ -15,21 +15,26 @@ Files (the contract with the Spark roll-up, /tmp/prompts/interfaces.md "Recordin
   summary ("decisions", the default), or no file at all ("off").
 * `events.jsonl.gz`: `{"kind", "t", ...}` (keys sorted) for the event types of `RECORDED_EVENTS`: scenario
   events, broker lifecycle, leader changes and client disconnects/reconnects/failures.
-* `publish.jsonl`: written whole at close (before run.json is rewritten), one line for the cluster
-  (`topic` "") then one per topic: publish latency P50 / P99 / P99.9 / P99.99 and failed sends
-  (`emulator.observe.publish.PublishLine`).
+* `publish.jsonl.gz`: one line for the cluster (`topic` "") then one per topic: publish latency P50 /
+  P99 / P99.9 / P99.99 and failed sends (`emulator.observe.publish.PublishLine`), appended at close
+  (before run.json is rewritten). It is the run's end-of-run table: a killed run's is empty (its
+  cluster figures up to the last flush are in the samples, `pulsar_lb_emulator_publish_*`).
+  Recordings made before it was compressed have `publish.jsonl`; readers take either (`files.find`).
 
-The three line files are gzip-compressed JSON lines (`recording_files.py`; `compress=False` writes
-plain `.jsonl` files, as recordings did before): lines are buffered in memory and appended as one whole
-gzip member per flush with one `os.write`: at every sample block (and at least every emulated minute
-when the interval is longer), when the buffer passes 1 MiB, and on close. A process killed at any point
-therefore leaves every file readable up to its last flush, and `run.json` says `"complete": false`
-unless `close(complete=True)` ran.
+The four line files are gzip-compressed JSON lines (`recording_files.py`; `compress=False` writes
+plain `.jsonl` files, as recordings did before). Each starts as one empty gzip member, so it is valid
+gzip from its creation; lines are buffered in memory and appended as one whole gzip member per flush
+with one `os.write`: at every sample block (and at least every emulated minute when the interval is
+longer), when the buffer passes 1 MiB, and on close. A process killed at any point therefore leaves
+every file readable up to its last flush, and `run.json` says `"complete": false` unless
+`close(complete=True)` ran.
 
 `close()` is safe from a signal handler: if the signal interrupted a write in progress, run.json gets
-its end (incomplete) at once and that write finishes closing the files when it resumes (lines still
-buffered in memory are lost if the process exits first; every file stays whole lines). Installing the handler with
-`loop.add_signal_handler` or `anyio.open_signal_receiver` (so close runs on the loop) is still preferred.
+its end (incomplete) and the publish table at once and that write finishes closing the files when it
+resumes (lines still buffered in memory are lost if the process exits first; every file stays whole
+lines). `abort()` is for a handler about to end the process (a second Ctrl-C): it flushes what it
+safely can and marks run.json incomplete, without the publish table. Installing the handler with
+`loop.add_signal_handler` (so close runs on the loop) is still preferred.
 
 Determinism: nothing in the samples or decisions reads the wall clock, and the gzip members carry no
 time stamp; the same seed gives the same bytes.
@@ -53,7 +58,6 @@ from emulator.cluster import events as ev
 from emulator.cluster.events import Decision, Event, to_builtins
 from emulator.observe import recording_files as files
 from emulator.observe.decision_log import DEFAULT_LEVEL, check_level, decision_record
-from emulator.observe.publish import write_publish_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
@@ -107,6 +111,22 @@ def _wall_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _publish_table(cluster: "Cluster", now: float) -> bytes:
+    """The publish table's lines (cluster line first, then every topic); none without accounting."""
+    acc = getattr(cluster, "publish_accounting", None)
+    if acc is None:
+        return b""
+    encode = msgspec.json.Encoder().encode
+    return b"".join(encode(line) + b"\n" for line in (acc.stats(now, exact=True).cluster, *acc.per_topic(now)))
+
+
 class _LineFile:
     """Append-only JSON-lines file written in whole lines (own buffer, unbuffered fd); `compress`:
     each flush is one gzip member."""
@@ -117,6 +137,8 @@ class _LineFile:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lines: list[bytes] = []
         self._size = 0
+        if compress and os.fstat(self._fd).st_size == 0:
+            _write_all(self._fd, files.compress(b""))   # valid gzip before the first flush
 
     def add(self, line: bytes) -> None:
         self._lines.append(line)
@@ -139,10 +161,7 @@ class _LineFile:
         self._size = 0
         if self.compress:
             data = files.compress(data)
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        _write_all(self._fd, data)
 
     def close(self) -> None:
         self.flush()
@@ -201,6 +220,8 @@ class Recorder:
         self.decisions: _LineFile | None = (
             None if self.decision_level == "off" else _LineFile(self.dir / (files.DECISIONS + suffix), self.compress))
         self.events = _LineFile(self.dir / (files.EVENTS + suffix), self.compress)
+        self.publish = _LineFile(self.dir / (files.PUBLISH + suffix), self.compress)
+        self._publish_written = False
         self._unsubscribe = cluster.events.subscribe(self._on_event)
 
     # ------------------------------------------------------------------ run.json
@@ -362,11 +383,10 @@ class Recorder:
         now = self._now()
         if self._writing:
             # a signal arrived in the middle of a write: mark the end in run.json now (the process may
-            # exit right after the handler) and let that write finish closing the line files
-            # publish.jsonl is a file of its own, written whole and renamed into place: write it now
-            # too, or a process that exits right after the handler leaves none
+            # exit right after the handler) and let that write finish closing the line files; the
+            # publish table is a file no flush writes: write it now too
             self._pending_close = bool(complete)
-            write_publish_file(self.cluster, self.dir, now if now is not None else self._last_t)
+            self._write_publish(now)
             self._mark_end(now, complete=False)
             return False
         if complete and now is not None and self._last_sample_t != now:
@@ -376,12 +396,37 @@ class Recorder:
         try:
             for f in self._files():
                 f.close()
-            write_publish_file(self.cluster, self.dir, now if now is not None else self._last_t)
+            self._write_publish(now)
+            self.publish.close()
         finally:
             self._writing = False
         self._closed = True
         self._mark_end(now, complete=complete)
         return True
+
+    def abort(self) -> None:
+        """End the recording now, from a signal handler that ends the process next: the buffered lines
+        flushed unless a write is in progress, run.json marked incomplete; no publish table (it costs
+        a pass over every topic), so publish.jsonl.gz stays as it was, valid and empty."""
+        if self._closed:
+            return
+        if not self._writing:
+            self._writing = True
+            try:
+                for f in self._files():
+                    f.flush()
+            finally:
+                self._writing = False
+        self._mark_end(self._now(), complete=False)
+
+    def _write_publish(self, now: float | None) -> None:
+        if self._publish_written:
+            return
+        self._publish_written = True
+        table = _publish_table(self.cluster, now if now is not None else self._last_t)
+        if table:
+            self.publish.add_block(table)
+            self.publish.flush()
 
     def _files(self) -> list[_LineFile]:
         return [f for f in (self.samples, self.decisions, self.events) if f is not None]

@@ -1,10 +1,13 @@
 """The files of a recording folder and how they are encoded: one place for their names and readers.
 
-The recorder writes `samples.jsonl.gz`, `decisions.jsonl.gz` and `events.jsonl.gz`: JSON lines,
-gzip-compressed. Each flush is one whole gzip member (RFC 1952 allows a file of several members, and
-Python's `gzip`, pandas' `read_json(..., lines=True)` and Spark's / Hadoop's gzip codec read them as
-one stream), so the file is valid at any moment of the run, as the plain files were. The member
-headers carry mtime 0 and no file name: the same lines give the same bytes.
+The recorder writes `samples.jsonl.gz`, `decisions.jsonl.gz`, `events.jsonl.gz` and
+`publish.jsonl.gz`: JSON lines, gzip-compressed. Each file starts as one empty gzip member and each
+flush appends one whole member (RFC 1952 allows a file of several members, and Python's `gzip`,
+pandas' `read_json(..., lines=True)` and Spark's / Hadoop's gzip codec read them as one stream), so
+the file is valid gzip at any moment of the run, as the plain files were valid JSON lines. The member
+headers carry mtime 0 and no file name: the same lines give the same bytes. A process killed in the
+middle of a write leaves its last member cut: `iter_lines` reads the members before it, `is_cut`
+tells such a file.
 
 Recordings made before the compression (plain `samples.jsonl` ...) stay readable: `find` takes
 whichever of the two names the folder holds, the compressed one first.
@@ -21,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["COMPRESSED", "COMPRESS_LEVEL", "DECISIONS", "EVENTS", "PUBLISH", "SAMPLES", "compress",
-           "find", "iter_lines", "open_text"]
+           "find", "is_cut", "iter_lines", "open_text"]
 
 SAMPLES = "samples.jsonl"
 DECISIONS = "decisions.jsonl"
@@ -33,7 +36,6 @@ COMPRESSED = ".gz"
 COMPRESS_LEVEL = 3
 """zlib level: ~250 MB/s and 11x on samples, where level 6 is ~70 MB/s for 13x (measured on a
 `default` recording); the recorder's cost, not the disk's, is what limits big runs."""
-
 
 
 def compress(data: bytes, level: int = COMPRESS_LEVEL) -> bytes:
@@ -73,3 +75,18 @@ def iter_lines(folder: str | Path, name: str) -> Iterator[str]:
                     yield line
         except EOFError:   # a member cut short by a kill: what came before it stands
             return
+
+
+def is_cut(path: str | Path) -> bool:
+    """True when compressed `path` ends inside a gzip member (a run killed while writing it). It reads
+    the whole file: ask it of the files of runs whose run.json says `"complete": false`."""
+    path = Path(path)
+    if not path.name.endswith(COMPRESSED):
+        return False
+    try:
+        with gzip.open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    except EOFError:
+        return True
+    return False

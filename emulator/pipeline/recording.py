@@ -1,16 +1,20 @@
 """The recording folder as the pipeline reads it: file names, explicit Spark schemas, `run.json`.
 
 One folder per run, written by `emulator/observe/recorder.py` (format in the shared interfaces):
-`run.json`, `samples.jsonl`, `decisions.jsonl`, `events.jsonl`. The schemas name only the fields the
-roll-up uses; JSON fields not named are skipped, so the recorder may add fields freely. Spark gets the
-schemas explicitly because inference costs a whole extra pass over the files (toolchain.md §2).
+`run.json`, `samples.jsonl`, `decisions.jsonl`, `events.jsonl`, `publish.jsonl`, each gzip-compressed
+(`name.gz`) or plain, as `emulator.observe.recording_files.find` takes them. A run killed mid-write
+leaves a file cut short: `cut_files` finds them, the roll-up warns once and reads each up to the cut.
+The schemas name only the fields the roll-up uses; JSON fields not named are skipped, so the recorder
+may add fields freely. Spark gets the schemas explicitly because inference costs a whole extra pass
+over the files (toolchain.md §2).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TextIO
 
 import msgspec
 
@@ -19,7 +23,8 @@ SAMPLES_FILE = "samples.jsonl"
 DECISIONS_FILE = "decisions.jsonl"
 EVENTS_FILE = "events.jsonl"
 PUBLISH_FILE = "publish.jsonl"
-"""Publish latency per run: the cluster's line (topic "") and one per topic, written at the run's close."""
+"""Publish latency per run: the cluster's line (topic "") and one per topic, written at the run's close
+(`publish.jsonl.gz` since issue 32, plain before)."""
 
 OVERLOAD_KEY = "loadBalancerBrokerOverloadedThresholdPercentage"
 OVERLOAD_DEFAULT = 85.0
@@ -162,3 +167,30 @@ def spark_schemas() -> dict[str, Any]:
             T.StructField("p999", d), T.StructField("p9999", d),
         ]),
     }
+
+
+def cut_files(runs: Sequence[Run], *, scan: bool = True) -> list[Path]:
+    """The compressed files of `runs` that a kill cut: a 0-byte one (recorders before issue 32 left
+    those), and with `scan` one whose last gzip member is cut short, looked for only in runs whose
+    run.json says `"complete": false` (a whole pass over each of their files)."""
+    from emulator.observe.recording_files import COMPRESSED, find, is_cut
+
+    out: list[Path] = []
+    for r in runs:
+        for name in (SAMPLES_FILE, DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE):
+            path = find(r.path, name)
+            if path is None or not path.name.endswith(COMPRESSED):
+                continue
+            if path.stat().st_size == 0 or (scan and not r.info.complete and is_cut(path)):
+                out.append(path)
+    return out
+
+
+def warn_cut(runs: Sequence[Run], stream: TextIO | None = None) -> list[Path]:
+    """One line on stderr naming the files a kill cut (the roll-up reads each up to the cut)."""
+    cut = cut_files(runs)
+    if cut:
+        names = ", ".join(f"{p.parent.name}/{p.name}" for p in cut)
+        (stream or sys.stderr).write(f"rollup: warning: {len(cut)} file(s) cut short by a killed run, read up "
+                                     f"to the cut: {names}\n")
+    return cut

@@ -106,7 +106,7 @@ from emulator.model.errors import UsageError
 from emulator.pipeline.compare import comparison_fields, comparison_rows
 from emulator.pipeline.options import RollupOptions, add_rollup_options, conf_from_args, options_from_args
 from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
-                                         load_runs, spark_schemas)
+                                         cut_files, load_runs, spark_schemas, warn_cut)
 from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, launch_conf, sized_to, spark_session
 
 if TYPE_CHECKING:
@@ -196,6 +196,16 @@ def _paths(runs: Sequence[Run], file: str) -> list[str]:
     return [str(path) for path in found if path is not None]
 
 
+def _reader(spark: "SparkSession", runs: Sequence[Run]) -> Any:
+    """`spark.read`; when a run did not finish, one that reads a file cut by a kill up to the cut
+    (Spark's `ignoreCorruptFiles` keeps the rows read before the error) instead of failing the job.
+    `warn_cut` says which files once, before the job."""
+    reader = spark.read
+    if any(not r.info.complete for r in runs) or cut_files(runs, scan=False):
+        reader = reader.option("ignoreCorruptFiles", "true")
+    return reader
+
+
 def empty_frame(spark: "SparkSession", schema: Any) -> "DataFrame":
     """No rows, with `schema`: made in the JVM (`createDataFrame` would start Python workers)."""
     from pyspark.sql import functions as F
@@ -218,7 +228,7 @@ def read_samples(spark: "SparkSession", runs: Sequence[Run], names: Sequence[str
     paths = _paths(runs, SAMPLES_FILE)
     if not paths:
         return empty_frame(spark, schema.add("run_id", T.StringType()))
-    text = spark.read.text(paths)
+    text = _reader(spark, runs).text(paths)
     if names is not None:
         text = text.filter(F.col("value").rlike(_name_pattern(names)))
     df = text.select(F.from_json("value", schema).alias("s"), _run_id_col(F).alias("run_id")) \
@@ -236,7 +246,7 @@ def sample_stats(spark: "SparkSession", runs: Sequence[Run]) -> dict[str, tuple[
     if not paths:
         return {}
     open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
-    text = spark.read.text(paths).filter(F.length("value") > 0)
+    text = _reader(spark, runs).text(paths).filter(F.length("value") > 0)
     per_file = text.groupBy(F.col("_metadata.file_path").alias("path"))
     t = F.get_json_object("value", "$.t").cast("double") if open_ended else F.lit(None).cast("double")
     rows = per_file.agg(F.count(F.lit(1)).alias("n"), F.max(t).alias("t_max"))
@@ -254,7 +264,7 @@ def read_decisions(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     paths = _paths(runs, DECISIONS_FILE)
     if not paths:
         return empty_frame(spark, schema.add("run_id", T.StringType()))
-    df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
+    df = _reader(spark, runs).schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
     return df.filter(F.col("t").isNotNull() & F.col("decision").isNotNull())
 
 
@@ -268,7 +278,7 @@ def read_events(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     if not paths:
         return empty_frame(spark, schema.add("raw", T.StringType()).add("run_id", T.StringType())
                            .add("seq", T.LongType()))
-    text = spark.read.text(paths).withColumn("run_id", _run_id_col(F))
+    text = _reader(spark, runs).text(paths).withColumn("run_id", _run_id_col(F))
     df = text.select(F.from_json("value", schema).alias("e"), F.col("value").alias("raw"), "run_id",
                      F.monotonically_increasing_id().alias("seq"))   # file order, for ties in time
     df = df.select("e.*", "raw", "run_id", "seq")
@@ -284,7 +294,7 @@ def read_publish(spark: "SparkSession", runs: Sequence[Run]) -> "DataFrame":
     paths = _paths(runs, PUBLISH_FILE)
     if not paths:
         return empty_frame(spark, schema.add("run_id", T.StringType()))
-    df = spark.read.schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
+    df = _reader(spark, runs).schema(schema).json(paths).withColumn("run_id", _run_id_col(F))
     return df.filter(F.col("topic").isNotNull())
 
 
@@ -800,11 +810,13 @@ def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: E
 
 def input_bytes(runs: Sequence[Run]) -> int:
     """Bytes of the recorded files a roll-up reads (what Spark is sized to)."""
+    from emulator.observe.recording_files import find as find_recording_file
+
     total = 0
     for r in runs:
         for name in (SAMPLES_FILE, DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE):
-            path = Path(r.path) / name
-            total += path.stat().st_size if path.is_file() else 0
+            path = find_recording_file(r.path, name)   # name.gz or name
+            total += path.stat().st_size if path is not None else 0
     return total
 
 
@@ -839,6 +851,8 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
     `unavailable` (KPI -> why the source cannot give it: None in every row, the reasons in
     UNAVAILABLE_FILE) are for sources other than recordings (`prometheus.py`)."""
     started = time.perf_counter()
+    if frames is None:
+        warn_cut(runs)
     options = options or RollupOptions()
     if not isinstance(options, RollupOptions):
         raise TypeError(f"options = {options!r}: expected a RollupOptions")

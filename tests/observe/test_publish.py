@@ -272,7 +272,10 @@ def test_a_recorded_crash_run_puts_the_quantiles_in_the_summary_and_publish_json
     text = result.summary_text
     assert "publish latency    p50 " in text and "p99.99 " in text and "failed sends" in text
     assert s.publish_worst[0].topic in text
-    lines = [json.loads(x) for x in (tmp_path.glob("*/" + PUBLISH_FILE).__next__()).read_text().splitlines()]
+    from emulator.observe.recording_files import iter_lines
+
+    folder = next(tmp_path.glob("*/run.json")).parent
+    lines = [json.loads(x) for x in iter_lines(folder, PUBLISH_FILE)]   # publish.jsonl.gz
     cluster, topics = lines[0], lines[1:]
     assert cluster["topic"] == "" and cluster["p9999"] == pytest.approx(s.publish.p9999)
     assert len(topics) == 600 and topics == sorted(topics, key=lambda x: x["topic"])

@@ -177,8 +177,8 @@ def test_a_run_killed_with_sigterm_leaves_valid_files_and_an_incomplete_run_json
     assert read_lines(out / "decisions.jsonl")
     events = read_lines(out / "events.jsonl")
     assert all("kind" in e and "t" in e for e in events)
-    assert sorted(os.listdir(out)) == ["decisions.jsonl.gz", "events.jsonl.gz", "publish.jsonl", "run.json",
-                                       "samples.jsonl.gz"]   # publish.jsonl: the publish latency so far
+    assert sorted(os.listdir(out)) == ["decisions.jsonl.gz", "events.jsonl.gz", "publish.jsonl.gz", "run.json",
+                                       "samples.jsonl.gz"]   # publish.jsonl.gz: the publish latency so far
 
 
 def test_sample_lines_are_the_sample_structs_json_byte_for_byte(tmp_path):
@@ -233,7 +233,7 @@ def test_plain_recordings_and_pandas_read_the_same_lines(tmp_path):
     recorded_run(11, tmp_path / "plain", minutes=3, record_compress=False)
     assert sorted(os.listdir(tmp_path / "plain")) == ["decisions.jsonl", "events.jsonl", "publish.jsonl",
                                                       "run.json", "samples.jsonl"]
-    for name in ("samples.jsonl", "decisions.jsonl", "events.jsonl"):
+    for name in ("samples.jsonl", "decisions.jsonl", "events.jsonl", "publish.jsonl"):
         assert gzip.decompress((tmp_path / "gz" / (name + ".gz")).read_bytes()) == \
             (tmp_path / "plain" / name).read_bytes()
     import pandas   # a test dependency: docs/metrics.md says recordings read with pandas

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from emulator.observe.recording_files import iter_lines
 from emulator.pipeline.rollup import PUBLISH_COLUMNS, rollup
 from emulator.runner import RunOptions, run
 
@@ -19,7 +20,7 @@ def test_a_recorded_runs_rollup_holds_its_publish_latency(spark, tmp_path):
                             check_interval=60.0), out=io.StringIO(), err=io.StringIO())
     folder = result.record_path
     assert folder is not None
-    written = [json.loads(x) for x in open(f"{folder}/publish.jsonl").read().splitlines()]
+    written = [json.loads(x) for x in iter_lines(folder, "publish.jsonl")]   # publish.jsonl.gz
     out = tmp_path / "rollup"
     rollup([folder], out, spark=spark, show=False)
     rows = [r.asDict() for r in spark.read.parquet(str(out / "parquet" / "publish")).collect()]
