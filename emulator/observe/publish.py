@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -65,7 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.cluster import Cluster
 
 __all__ = ["PUBLISH_FILE", "PublishAccounting", "PublishLine", "PublishStats", "publish_accounting",
-           "publish_values", "write_publish_file"]
+           "publish_values"]
 
 PUBLISH_FILE = "publish.jsonl"
 """Recording file: one PublishLine for the cluster (topic "") then one per topic, written at close."""
@@ -531,22 +530,6 @@ def publish_accounting(cluster: "Cluster") -> PublishAccounting:
         acc = PublishAccounting(cluster)
         cluster.publish_accounting = acc   # type: ignore[attr-defined]
     return acc
-
-
-def write_publish_file(cluster: "Cluster", folder: str | Path, now: float) -> int:
-    """Write `publish.jsonl` (cluster line first, then every topic) into a recording folder; returns
-    the number of lines. Nothing when the cluster has no accounting."""
-    acc = getattr(cluster, "publish_accounting", None)
-    if acc is None:
-        return 0
-    lines = [acc.stats(now, exact=True).cluster, *acc.per_topic(now)]
-    encoder = msgspec.json.Encoder()
-    data = b"".join(encoder.encode(line) + b"\n" for line in lines)
-    path = Path(folder) / PUBLISH_FILE
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-    return len(lines)
 
 
 def publish_families(k: Any, cluster_name: str, acc: PublishAccounting, now: float) -> list[Any]:
