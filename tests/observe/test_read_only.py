@@ -227,7 +227,7 @@ def test_reading_everything_every_emulated_second_changes_no_recorded_byte(tmp_p
     readers: list[Reader] = []
     read = _run(tmp_path / "read", case, "virtual", _observed(_every_emulated_second, readers), monkeypatch)
     assert readers and readers[0].reads >= case[1] / 2   # it did read, about every second
-    assert "publish latency" in plain[0] and "publish.jsonl" in plain[1]
+    assert "publish latency" in plain[0] and "publish.jsonl.gz" in plain[1]
     _assert_same(plain, read)
     # the failure counters only grow: Prometheus' increase() (and the KPIs) read a drop as a reset
     last: dict[str, float] = {}
@@ -250,4 +250,4 @@ def test_reading_from_another_thread_on_the_wall_clock_changes_no_recorded_byte(
     # and the wall clock records what the virtual clock does
     virtual = _run(tmp_path / "virtual", case, "virtual")
     assert virtual[1]["samples.jsonl.gz"] == plain[1]["samples.jsonl.gz"]
-    assert virtual[1]["publish.jsonl"] == plain[1]["publish.jsonl"]
+    assert virtual[1]["publish.jsonl.gz"] == plain[1]["publish.jsonl.gz"]
