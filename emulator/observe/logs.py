@@ -51,26 +51,31 @@ class RepeatedWarnings:
     emulated minute is dropped and counted; the next one shown carries `repeated=N`, the number
     dropped since the last shown. SimpleLoadManagerImpl logs "No broker available to acquire service
     unit" once per lookup (100,788 lines in one run): folded, it is one line a minute, and `totals`
-    keeps every message's count for the summary. The key is the message alone, not its fields (the
-    bundle differs per lookup), so distinct messages are few."""
+    keeps every message's count for the summary. The key is the actor and the message, not the other
+    fields (the bundle differs per lookup), so distinct messages are few; the summary's totals add the
+    actors up."""
 
     def __init__(self, clock: Clock, window: float = FOLD_WINDOW) -> None:
         self._clock = clock
         self._window = window
-        self._minute: dict[tuple[str, str], float] = {}   # key -> the window last shown
-        self._dropped: dict[tuple[str, str], int] = {}
+        self._minute: dict[tuple[str, str, str], float] = {}   # (level, actor, message) -> window shown
+        self._dropped: dict[tuple[str, str, str], int] = {}
         self.counts: dict[tuple[str, str], int] = {}
 
     def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         level = "warning" if method == "warn" else method
         if level not in ("warning", "error", "critical"):
             return event
-        key = (level, str(event.get("event", "")))
-        self.counts[key] = self.counts.get(key, 0) + 1
+        message = str(event.get("event", ""))
+        count_key = (level, message)
+        self.counts[count_key] = self.counts.get(count_key, 0) + 1
         try:
             window = math.floor(self._clock.now() / self._window)
         except RuntimeError:   # no running loop: nothing to fold against
             return event
+        # folded per actor: each broker is its own Pulsar process with its own log, and one broker's
+        # repeated warning must not hide another's first one
+        key = (level, str(event.get("actor", "")), message)
         if self._minute.get(key) == window:
             self._dropped[key] = self._dropped.get(key, 0) + 1
             raise structlog.DropEvent
