@@ -363,12 +363,7 @@ class Recorder:
         """Append every buffered line to its file (whole lines only)."""
         if self._writing or self._closed:
             return
-        self._writing = True
-        try:
-            for f in self._files():
-                f.flush()
-        finally:
-            self._writing = False
+        self._flush_files()
         self._last_flush_t = now if now is not None else self._last_t
         pending, self._pending_close = self._pending_close, None
         if pending is not None:
@@ -411,13 +406,18 @@ class Recorder:
         if self._closed:
             return
         if not self._writing:
-            self._writing = True
-            try:
-                for f in self._files():
-                    f.flush()
-            finally:
-                self._writing = False
+            self._flush_files()
         self._mark_end(self._now(), complete=False)
+
+    def _flush_files(self) -> None:
+        """Every table's buffered lines to its file, marked as a write in progress (a signal handler
+        arriving meanwhile leaves the files to this write)."""
+        self._writing = True
+        try:
+            for f in self._files():
+                f.flush()
+        finally:
+            self._writing = False
 
     def _write_publish(self, now: float | None) -> None:
         if self._publish_written:
