@@ -33,7 +33,6 @@ from typing import Callable
 
 import msgspec
 
-from emulator.model.publish_latency import journal_wait
 from emulator.runtime.rng import derive_rng
 
 from .capacity_bookkeeper import BookKeeperCapacity
@@ -128,18 +127,6 @@ class Bookies:
     def queued(self, now: float) -> int:
         """Requests waiting for a read thread, over every bookie (for metrics)."""
         return sum(q.queued(now) for q in self.queues)
-
-    def in_service(self, now: float) -> int:
-        return sum(q.in_service(now) for q in self.queues)
-
-    def publish_wait(self, now: float, entry_bytes: float) -> float:
-        """Mean wait of one add entry of `entry_bytes` in a bookie's journal at the current publish
-        load (M/D/1, Pollaczek-Khinchine): rho S / (2 (1 - rho)), S = entry_bytes / write_throughput.
-        0 when the bookies are not modelled."""
-        c = self.capacity
-        if not self.queues or c.write_throughput <= 0:
-            return 0.0
-        return journal_wait(self.utilisation(now), entry_bytes / c.write_throughput)
 
     # ------------------------------------------------------------------ ledgers and fencing
 

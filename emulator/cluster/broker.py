@@ -76,7 +76,7 @@ from .messages import (
     WarmStart,
 )
 from .metadata_client import MetadataClient, MetadataStoreError
-from .metadata_store import MetadataStore
+from .metadata_store import MetadataStore, metadata_session_timeout
 from .metadata_messages import Notification, SessionEvent
 from .namespace_service import NamespaceService
 from .network import Network, host_of, service_url_of, web_url_of
@@ -443,7 +443,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         sessions, and one whose open times out escapes as an actor fault. Choice: the wait doubles without
         the policy's random spread (its lower bound, 100 ms x 2^n), so a run needs no extra draw."""
         now = self.now
-        if self._session_opened_at is not None and now - self._session_opened_at < self.md_session_timeout():
+        if self._session_opened_at is not None and now - self._session_opened_at < metadata_session_timeout(self.conf):
             self._session_retries += 1
         else:
             self._session_retries = 0
@@ -458,11 +458,6 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
                 self._session_retries += 1
                 self.log.warning("metadata session not re-established, retrying", error=str(exc),
                                  retries=self._session_retries)
-
-    def md_session_timeout(self) -> float:
-        """The metadata store's session timeout, seconds (metadataStoreSessionTimeoutMillis)."""
-        store = self.system.get(self.md.store_name)
-        return float(getattr(store, "session_timeout", self.conf.metadata_store_session_timeout_millis / 1000.0))
 
     # ================================================================== load reports
 

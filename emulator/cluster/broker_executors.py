@@ -92,8 +92,3 @@ class BrokerExecutors:
         if _costs_nothing(d):
             return None
         return self.http.admit(now, self._draw(d))
-
-    def queued(self, now: float) -> dict[str, int]:
-        """Jobs waiting for a thread, per executor (for metrics)."""
-        return {"io": sum(q.queued(now) for q in self.io_threads),
-                "assignment": self.assignment.queued(now), "http": self.http.queued(now)}

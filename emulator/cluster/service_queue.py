@@ -18,6 +18,7 @@ behaviour before issue 27).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import deque
 
@@ -27,7 +28,7 @@ __all__ = ["QueueTotals", "ServiceQueue"]
 class ServiceQueue:
     """FIFO M/G/c in closed form: `admit(now, service)` -> the job's finish instant."""
 
-    __slots__ = ("name", "servers", "_free_at", "_in_system", "admitted", "waited", "busy",
+    __slots__ = ("name", "servers", "_free_at", "_starts", "admitted", "waited", "busy",
                  "max_wait", "totals")
 
     def __init__(self, name: str, servers: int) -> None:
@@ -36,7 +37,7 @@ class ServiceQueue:
         self.name = name
         self.servers = servers
         self._free_at: list[float] = [0.0] * servers   # a heap: when each server is next free
-        self._in_system: deque[tuple[float, float]] = deque()  # (start, finish) of jobs admitted
+        self._starts: deque[float] = deque()   # start instants of the jobs that had to wait, in FIFO order
         self.admitted = 0          # jobs, since start
         self.waited = 0.0          # seconds jobs spent queued before a server took them, summed
         self.busy = 0.0            # server-seconds of service, summed
@@ -63,8 +64,11 @@ class ServiceQueue:
             self.waited += wait
             if wait > self.max_wait:
                 self.max_wait = wait
-        if start > now or finish > now:
-            self._in_system.append((start, finish))
+        if start > now:
+            starts = self._starts
+            while starts and starts[0] <= now:   # started by now: not queued any more
+                starts.popleft()
+            starts.append(start)
         totals = self.totals
         if totals is not None:
             totals.admitted += 1
@@ -81,24 +85,13 @@ class ServiceQueue:
         free = self._free_at[0]
         return free - now if free > now else 0.0
 
-    def _expire(self, now: float) -> None:
-        q = self._in_system
-        # finish times are not monotone with c > 1 servers, start times are: drop by start, then
-        # count only the unfinished below
-        while q and q[0][1] <= now and q[0][0] <= now:
-            q.popleft()
-
     def queued(self, now: float) -> int:
-        """Jobs admitted that no server has taken yet at `now` (the queue's depth, for metrics)."""
-        if not self.servers or self._free_at[0] <= now:
-            return 0   # a server is free: in FIFO order nobody waits
-        self._expire(now)
-        return sum(1 for start, _ in self._in_system if start > now)
-
-    def in_service(self, now: float) -> int:
-        """Jobs a server is working on at `now`."""
-        self._expire(now)
-        return sum(1 for start, finish in self._in_system if start <= now < finish)
+        """Jobs admitted that no server has taken yet at `now` (the queue's depth, for metrics). FIFO start
+        instants never decrease, so the ones still ahead of `now` are the tail of `_starts`."""
+        starts = self._starts
+        if not starts or starts[-1] <= now:
+            return 0
+        return len(starts) - bisect.bisect_right(starts, now)
 
 
 class QueueTotals:

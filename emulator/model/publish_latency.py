@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 __all__ = ["BaseLatency", "OutageOutcome", "TabulatedMixture", "PUBLISH_LATENCY_BUCKETS", "PendingQueue", "QUANTILES",
-           "WaitBins", "grouped_quantiles", "journal_wait", "mixture_cdf", "mixture_quantiles", "outage_outcome"]
+           "WaitBins", "grouped_quantiles", "mixture_cdf", "mixture_quantiles", "outage_outcome"]
 
 PUBLISH_LATENCY_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
 """Seconds: Pulsar's publish-side latency buckets, `ManagedLedgerMBeanImpl.ENTRY_LATENCY_BUCKETS_USEC`
@@ -147,17 +147,6 @@ class BaseLatency(msgspec.Struct, frozen=True, kw_only=True):
         safe = np.where(wide, width, 1.0)
         spread = (self.integral_cdf(x - lo) - self.integral_cdf(x - hi)) / safe
         return np.where(wide, np.clip(spread, 0.0, 1.0), self.cdf(x - lo))
-
-
-def journal_wait(utilisation: float, service: float) -> float:
-    """Mean wait of one add entry in a bookie's journal before it is written, at `utilisation` of the
-    bookie by the publish traffic, each entry needing `service` seconds of it: M/D/1 (one journal
-    thread, Pollaczek-Khinchine) rho S / (2 (1 - rho)). The base latency was measured on bookies far
-    from saturation, so this is the term a busy bookie adds to it; 0 for an idle one."""
-    if utilisation <= 0.0 or service <= 0.0:
-        return 0.0
-    rho = min(utilisation, 0.999999)
-    return rho * service / (2.0 * (1.0 - rho))
 
 
 def _normal_ppf(p: float) -> float:

@@ -560,7 +560,7 @@ def _handler_for(outer: ObserveServer) -> type[http.server.BaseHTTPRequestHandle
             if method == "OPTIONS":
                 return self._reply((204, _JSON, b""), {"Allow": outer.allow(path)})
             if method in _WRITES:
-                refusal = outer.guard.check(dict(self.headers.items()))
+                refusal = outer.guard.check(self.headers)   # case-insensitive, as HTTP header names are
                 if refusal is not None:
                     status, reason, headers = refusal
                     _log.info("admin_write_refused", method=method, path=path, status=status, reason=reason)

@@ -11,7 +11,7 @@ def test_a_burst_on_one_server_is_served_one_after_another():
     assert finishes[0] == pytest.approx(0.001)
     assert finishes[-1] == pytest.approx(1.0)          # N x service / 1, not one service time
     assert finishes == sorted(finishes)                 # FIFO
-    assert q.queued(0.5005) == 499 and q.in_service(0.5005) == 1
+    assert q.queued(0.5005) == 499 and q.queued(1.0) == 0
     assert q.max_wait == pytest.approx(0.999)
 
 
