@@ -14,6 +14,7 @@ from __future__ import annotations
 from emulator.model.config import ServiceConfig
 from emulator.runtime import Actor
 
+from .bookkeeper import Bookies
 from .capacity import Capacity
 from .decoded import DecodeCache
 from .events import ClusterEvents
@@ -51,6 +52,7 @@ class BrokerBase(Actor):
     decoded: DecodeCache
     latency: LatencySampler
     capacity: Capacity      # the shared capacities (capacity.py): this broker's executors' part
+    bookies: Bookies        # the cluster's bookies (bookkeeper.py): managed-ledger opens and fencing
     stats: BrokerStats
     closing: bool
     report_interval: float

@@ -193,7 +193,7 @@ class OwnershipCache(NamespaceBundleFactory):
                             broker_id=self.broker_id, network=self.network,
                             close_time=self.close_time,
                             close_time_per_topic=self.close_time_per_topic, latency=self.latency,
-                            bookies=getattr(self, "bookies", None))
+                            bookies=self.bookies)
         self.system.spawn(owner, parent=self)
         owned.actor = owner
         owned.active = True

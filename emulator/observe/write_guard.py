@@ -22,7 +22,7 @@ import hmac
 import ipaddress
 import socket
 import urllib.parse
-from typing import Mapping
+from typing import Protocol
 
 import msgspec
 
@@ -62,6 +62,12 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
         return None
 
 
+class _Headers(Protocol):
+    """A request's headers: `get` by name, case-insensitively (http.server's `email.message.Message`)."""
+
+    def get(self, name: str, default: None = None) -> str | None: ...
+
+
 class WriteGuard:
     """Decides whether a write may go on: None, or (status, reason, extra headers) to refuse it."""
 
@@ -84,7 +90,7 @@ class WriteGuard:
             return False
         return host in self._names or (self._any_ip and _is_ip(host))
 
-    def check(self, headers: Mapping[str, str]) -> tuple[int, str, dict[str, str]] | None:
+    def check(self, headers: "_Headers") -> tuple[int, str, dict[str, str]] | None:
         host_header = headers.get("Host")
         where = _split_host(host_header) if host_header else None
         if where is None or not self._own(*where):

@@ -38,7 +38,7 @@ def _unit(hint: Any) -> str | None:
     return None
 
 
-def _value(part: type[msgspec.Struct], key: str, hint: Any, value: Any, source: str) -> Any:
+def _value(key: str, hint: Any, value: Any, source: str) -> Any:
     where = f"capacity.{key}"
     if hint is Distribution or (get_args(hint) and set(get_args(hint)) == set(get_args(Distribution))):
         try:
@@ -80,7 +80,7 @@ def capacity(table: Mapping[str, Any], *, source: str = "<scenario>",
                 raise ScenarioError(source, f"capacity.{part_name}.{key}", value,
                                     "unknown key" + did_you_mean(key, fields) + "; known: "
                                     + ", ".join(fields))
-            changes[key] = _value(part, f"{part_name}.{key}", hints[key], value, source)
+            changes[key] = _value(f"{part_name}.{key}", hints[key], value, source)
         result = msgspec.structs.replace(
             result, **{part_name: msgspec.structs.replace(getattr(result, part_name), **changes)})
     return result

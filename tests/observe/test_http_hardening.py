@@ -220,3 +220,16 @@ def test_an_empty_metrics_host_is_one_line_and_exit_2(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--metrics-host = ''" in err and "Traceback" not in err
+
+
+def test_the_write_guard_reads_header_names_in_any_case():
+    """HTTP header names are case-insensitive: `host:` and `authorization:` in lower case are the same
+    headers (the guard once read a plain dict of them and refused such a write)."""
+    from email.message import Message
+
+    from emulator.observe.write_guard import WriteGuard
+
+    headers = Message()
+    headers["host"] = "127.0.0.1:8080"
+    headers["authorization"] = "Bearer secret"
+    assert WriteGuard("127.0.0.1", 8080, "secret").check(headers) is None
