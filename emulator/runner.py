@@ -363,12 +363,12 @@ async def _run_started(opts: RunOptions, scenario: Any, base: ServiceConfig | No
         tracker = UnavailabilityTracker(cluster.events)
         lm_warnings = LoadManagerWarnings(cluster.events)
         publish_accounting(cluster)   # producers publish from here on (metrics, recording, summary)
-        # the run's decision log: on stderr at --log-level info, kept in memory for the summary, whole
-        # traces only when they are recorded whole (a 100-broker run's traces do not fit in memory)
+        # the run's decision log: on stderr at --log-level info, counted for the summary (not kept: a
+        # long run's memory stays flat), whole traces only when they are recorded whole
         if cluster.decision_log is not None:
             cluster.decision_log.close()
         cluster.decision_log = DecisionLog(
-            cluster.events, log=opts.log_decisions,
+            cluster.events, keep=False, log=opts.log_decisions,
             level="full" if opts.record_decisions == "full" else "decisions")
         run_info = {
             "scenario": getattr(scenario, "name", opts.scenario),

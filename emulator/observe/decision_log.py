@@ -4,7 +4,8 @@ Subscribes to the cluster's events and keeps the `Decision` ones (assignments wi
 sets and scores, shedding plans with the shedder's numbers, unloads and their skips with reasons,
 splits): each is logged through structlog under the `decisions` logger at info, stamped with emulated
 time, and kept in memory (`entries`) as its recorded JSON object (`emulator.cluster.events.to_record`),
-so a summary, the recorder or a test can read the same records the log printed.
+so the recorder or a test can read the same records the log printed. A run (`keep=False`) keeps only
+the counts its summary prints (`unloads`, `splits`): a long run's memory stays flat.
 
 Levels (`run --record-decisions`, the recorder's and this log's `level`):
 
@@ -24,6 +25,7 @@ import msgspec
 import structlog
 
 from emulator.cluster.events import ClusterEvents, Decision, Event, SelectionTrace, to_builtins
+from emulator.observe.timeline import is_load_manager_split, is_load_manager_unload
 
 __all__ = ["DEFAULT_LEVEL", "DecisionLog", "LEVELS", "check_level", "decision_record", "to_builtins", "trace_summary"]
 
@@ -72,7 +74,8 @@ def decision_record(event: Decision, level: str = "full") -> dict[str, Any]:
 
 class DecisionLog:
     """`keep`: hold every record in `entries`; `log`: write each through structlog (info);
-    `level`: "full" or "decisions" (what a record holds)."""
+    `level`: "full" or "decisions" (what a record holds). `unloads` and `splits` count the load
+    manager's own (the summary's figures, `timeline.is_load_manager_unload` / `_split`), kept or not."""
 
     def __init__(self, events: ClusterEvents, *, keep: bool = True, log: bool = True,
                  level: str = "full") -> None:
@@ -80,6 +83,8 @@ class DecisionLog:
             raise ValueError("DecisionLog level = 'off': give 'decisions' (the summary counts the records) "
                              "and record nothing instead")
         self.entries: list[dict[str, Any]] = []
+        self.unloads = 0
+        self.splits = 0
         self.level = level
         self._keep = keep
         self._log = structlog.get_logger("decisions") if log else None
@@ -92,6 +97,8 @@ class DecisionLog:
         if not isinstance(event, Decision):
             return
         record = decision_record(event, self.level)
+        self.unloads += is_load_manager_unload(record)
+        self.splits += is_load_manager_split(record)
         if self._keep:
             self.entries.append(record)
         if self._log is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -55,7 +56,7 @@ class Scope(msgspec.Struct, frozen=True):
     def holds(self, t: float) -> bool:
         return self.start <= t < self.end or (self.last and t == self.end)
 
-    def cut(self, times: list[float]) -> slice:
+    def cut(self, times: Sequence[float]) -> slice:
         """The indices of the sorted `times` that the scope holds."""
         start, end = self.start, self.end
         lo = bisect.bisect_left(times, start if start <= end else end)   # end < start: only t == end
@@ -63,7 +64,18 @@ class Scope(msgspec.Struct, frozen=True):
         return slice(lo, max(lo, hi))
 
 
-def _mean(values: list[float]) -> float | None:
+def _defined(values: Iterable[float]) -> list[float]:
+    """A column's values where the figure is defined (not NaN: `SampleFacts`' undefined)."""
+    return [v for v in values if v == v]
+
+
+def _next(ticks: Sequence[float], t: float, span: float) -> float:
+    """The tick after `t` in the sorted `ticks` (the run's end after the last)."""
+    i = bisect.bisect_right(ticks, t)
+    return ticks[i] if i < len(ticks) else span
+
+
+def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
@@ -74,50 +86,15 @@ class _Facts:
         self.tl = tl
         self.span = tl.span
         first = tl.sample_facts()      # a live timeline kept it as the samples came
-        usage, rate, tput, counters = first.usage, first.rate, first.tput, first.counters
-        self.usage = usage
-        self.ticks = sorted({t for t, _ in usage})
-        # each broker's (t, usage) points sorted by t, for the scopes to cut by bisection
-        series: dict[str, list[tuple[float, float]]] = {}
-        for (t, b), u in usage.items():
-            series.setdefault(b, []).append((t, u))
-        self.series: list[tuple[list[tuple[float, float]], list[float]]] = []
-        for pts in series.values():
-            pts.sort()
-            self.series.append((pts, [t for t, _ in pts]))
-        by_tick: dict[float, list[float]] = {}
-        for (t, _), v in usage.items():
-            by_tick.setdefault(t, []).append(v)
-        rate_by: dict[float, list[float]] = {}
-        for (t, _), v in rate.items():
-            rate_by.setdefault(t, []).append(v)
-        tput_by: dict[float, list[float]] = {}
-        for (t, _), v in tput.items():
-            tput_by.setdefault(t, []).append(v)
-        self.rows: dict[float, dict[str, Any]] = {}
-        for t in self.ticks:
-            vals = by_tick[t]
-            mean = math.fsum(vals) / len(vals)
-            std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
-            row: dict[str, Any] = {"range": max(vals) - min(vals), "mom": max(vals) / mean if mean > 0 else None,
-                                   "std": std, "cv": std / mean if mean > 0 else None}
-            for name, table in (("rate", rate_by), ("tput", tput_by)):
-                xs = table.get(t, [])
-                row[name] = max(xs) / min(xs) if xs and min(xs) > 0 else None
-            self.rows[t] = row
-        self.next_tick = {t: (self.ticks[i + 1] if i + 1 < len(self.ticks) else self.span)
-                          for i, t in enumerate(self.ticks)}
-        # counters: each sample's increase (the first sample counts whole, a drop is a reset), per
-        # series in order: (kpi, sample times, increases)
-        self.increases: list[tuple[str, list[float], list[float]]] = []
-        for (kpi, _), pts in counters.items():
-            prev: float | None = None
-            times, incs = [], []
-            for t, v in sorted(pts):
-                times.append(t)
-                incs.append(v if prev is None or v < prev else v - prev)
-                prev = v
-            self.increases.append((kpi, times, incs))
+        # SampleFacts' columns are read in place (float arrays; a day of `default` would take tens
+        # of MiB as lists of tuples): the scopes cut them by bisection
+        self.ticks = first.ticks
+        self.series = list(first.usage.values())
+        """Each broker's (times, usages) at its ticks, in time order."""
+        self.columns = {name: getattr(first, name) for name in ("range", "mom", "std", "cv", "rate", "tput")}
+        """Per tick (aligned with `ticks`): `SampleFacts`' figures, NaN where undefined."""
+        # counters: each series' (kpi, sample times, increases), the increases not zero
+        self.increases = [(kpi, times, incs) for (kpi, _), (times, incs) in first.counters.items()]
         # unloads with their repeat flag (looking back over the whole run)
         grace = 60.0 * tl.setting("loadBalancerSheddingGracePeriodMinutes", 30.0)
         last: dict[str | None, float] = {}
@@ -158,7 +135,7 @@ class _Facts:
         hold = 60.0 * minutes
         ticks = self.ticks
         last_tick = ticks[-1] if ticks else None
-        bad = [t for t in ticks if self.rows[t]["range"] >= bound]
+        bad = [t for t, r in zip(ticks, self.columns["range"]) if r >= bound]
 
         def qualifies(t: float) -> bool:
             if last_tick is None or last_tick < t + hold:
@@ -174,26 +151,27 @@ class _Facts:
 
     def scope(self, s: Scope) -> dict[str, Any]:
         k: dict[str, Any] = {}
-        ticks = self.ticks[s.cut(self.ticks)]
-        rows = [self.rows[t] for t in ticks]
-        k["balance_max_over_mean"] = _mean([r["mom"] for r in rows if r["mom"] is not None])
-        k["balance_range"] = _mean([r["range"] for r in rows])
-        k["balance_range_max"] = max((r["range"] for r in rows), default=None)
-        k["balance_std"] = _mean([r["std"] for r in rows])
-        k["balance_cv"] = _mean([r["cv"] for r in rows if r["cv"] is not None])
-        k["msg_rate_max_min_ratio"] = _mean([r["rate"] for r in rows if r["rate"] is not None])
-        k["throughput_max_min_ratio"] = _mean([r["tput"] for r in rows if r["tput"] is not None])
+        at = s.cut(self.ticks)
+        col = {name: values[at] for name, values in self.columns.items()}
+        k["balance_max_over_mean"] = _mean(_defined(col["mom"]))
+        k["balance_range"] = _mean(col["range"])
+        k["balance_range_max"] = max(col["range"], default=None)
+        k["balance_std"] = _mean(col["std"])
+        k["balance_cv"] = _mean(_defined(col["cv"]))
+        k["msg_rate_max_min_ratio"] = _mean(_defined(col["rate"]))
+        k["throughput_max_min_ratio"] = _mean(_defined(col["tput"]))
 
-        series = [cut for cut in (pts[s.cut(times)] for pts, times in self.series) if cut]
-        allv = [u for pts in series for _, u in pts]
-        norm = (max(allv) - min(allv)) if allv else 1.0
+        series = [(times[at], usages[at]) for times, usages, at in
+                  ((times, usages, s.cut(times)) for times, usages in self.series) if at.stop > at.start]
+        norm = (max(max(u) for _, u in series) - min(min(u) for _, u in series)) if series else 1.0
         norm = norm or 1.0
         over: list[float] = []     # per broker, in no particular order: every use below is exact
         tdtvs: list[float] = []    # (fsum) or order-free (max, count)
-        for pts in series:
-            over.append(math.fsum(max(0.0, min(self.next_tick[t], s.end) - t)
-                                  for t, u in pts if u >= self.threshold))
-            d = [pts[i][1] - pts[i - 1][1] for i in range(1, len(pts))]
+        ticks, span, end, threshold = self.ticks, self.span, s.end, self.threshold
+        for times, usages in series:
+            over.append(math.fsum(max(0.0, min(_next(ticks, t, span), end) - t)
+                                  for t, u in zip(times, usages) if u >= threshold))
+            d = [b - a for a, b in zip(usages, usages[1:])]
             tdtvs.append(tdtv(math.fsum(x for x in d if x >= 0), math.fsum(-x for x in d if x < 0)))
         k["overloaded_broker_seconds"] = math.fsum(over)
         k["overloaded_seconds_max"] = max(over, default=0.0)

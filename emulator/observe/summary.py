@@ -3,7 +3,7 @@
 * decisions: unloads by the shedder, bundles unloaded for any reason (shedding, admin, broker drains),
   splits by the load manager and bundles split for any reason (the Extensible load manager's
   successful non-admin unload and split decisions count as Modular's `unload` and `split`:
-  `timeline.is_load_manager_unload` / `is_load_manager_split`);
+  `timeline.is_load_manager_unload` / `is_load_manager_split`, counted by the decision log);
 * client lookups, redirects and failed lookups, counted by the clients (`client_lookups` ...: broker
   counters restart with a restarted broker, the clients' do not; the roll-up's `lookups` are the
   brokers' own counters, Pulsar's series);
@@ -47,7 +47,6 @@ from emulator.model.outages import TopicOutages
 from emulator.model.stats import percentile
 from emulator.observe.expectations import ExpectResult, format_result
 from emulator.observe.publish import PublishLine, format_publish, summary_lines
-from emulator.observe.timeline import is_load_manager_split, is_load_manager_unload
 from emulator.observe.write_guard import AdminWrite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -210,9 +209,8 @@ def summarize(cluster: "Cluster", decision_log: Any = None,
     per_topic = unavailable.per_topic(now) if unavailable is not None else {}
     topics |= set(per_topic)
     downtime = [per_topic[t] for t in sorted(per_topic) if per_topic[t] > 0]
-    entries = decision_log.entries if decision_log is not None else []
-    unloads = sum(1 for d in entries if is_load_manager_unload(d))
-    splits = sum(1 for d in entries if is_load_manager_split(d))
+    unloads = decision_log.unloads if decision_log is not None else 0
+    splits = decision_log.splits if decision_log is not None else 0
     publish, publish_worst = summary_lines(getattr(cluster, "publish_accounting", None), now)
     wall_lag = getattr(cluster.system.clock, "lag", None)   # a WallLag on --clock wall
     return RunSummary(

@@ -6,7 +6,9 @@ The same facts a recording holds (recorder.py), kept only where a KPI reads them
   and throughput, the lookup and bundle-move counters, publish counts and failures), taken from the
   metrics registry on the recorder's schedule: once when sampling starts, then on every multiple of
   `interval`, and a last block at the end; so a timeline and a recording of the same run hold the same
-  sample instants and values;
+  sample instants and values. They are reduced as they come to what the KPIs read of them
+  (`SampleFacts`: per-tick figures, per-broker usage, counter increases), not kept, so a day's
+  timeline stays a few MiB and a long run's memory flat;
 * decisions: the decision log's `unload`, `split`, `bundle_unloaded` and `bundle_split` records, and
   the Extensible load manager's `extensible_unload` and `extensible_split`;
 * events: `handle_disconnected` / `handle_reconnected` / `handle_failed` / `handle_closed` (outages)
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from itertools import repeat
+from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +104,8 @@ Labels = tuple[tuple[str, str], ...]
 
 _COUNTER_KPI = {sample: kpi for kpi, sample in COUNTERS.items()}
 _USAGE, _RATE, _THROUGHPUT = 1, 2, 3
+_NONE = math.nan
+"""An undefined per-tick figure (a ratio over a zero mean or no rate) in `SampleFacts`' columns."""
 
 
 def _kind(name: str) -> int:
@@ -110,91 +114,143 @@ def _kind(name: str) -> int:
 
 
 class SampleFacts:
-    """The first pass of the KPIs over a timeline's samples, kept as the samples come (a live run adds
-    each block as it is taken, so the KPIs at the end do not walk a day of samples again):
+    """The first pass of the KPIs over a timeline's samples, kept as the samples come, in columns
+    whose size follows the number of sample instants, not of samples (a day of `default` is a few
+    MiB, not the 200 MiB the samples themselves took): the raw samples are not kept.
 
-    * `usage[(t, broker)]`: the broker's max usage at t (the largest when a broker has several);
-    * `rate` / `tput`: its message rate / throughput in + out at t (in the samples' order);
-    * `counters[(kpi, labels)]`: each counter series' (t, value) points, in the samples' order.
-    """
+    * `ticks`: the instants that have a broker usage, in order; per tick, the columns `range`, `mom`,
+      `std`, `cv` of the brokers' max usages and `rate` / `tput`, the max/min ratio of the brokers'
+      message rate / throughput in + out (`_NONE`, NaN, where undefined);
+    * `usage[broker]`: its (times, max usage at each) at the ticks it has one;
+    * `counters[(kpi, labels)]`: each counter series' (times, increases) at the samples whose
+      increase is not zero (the first sample counts whole, a drop is a reset); a zero adds nothing to
+      a window's sum, so it is not kept.
 
-    __slots__ = ("usage", "rate", "tput", "counters", "count")
+    A tick is closed (its columns computed) when a sample of a later instant comes, or by `close()`.
+    Samples come in time order, as a recording holds them and a live run takes them; one older than
+    the open tick is refused (ValueError): its tick is already summed."""
+
+    __slots__ = ("ticks", "range", "mom", "std", "cv", "rate", "tput", "usage", "counters", "count",
+                 "_t", "_closed", "_usage", "_rate", "_tput", "_last")
 
     def __init__(self) -> None:
-        self.usage: dict[tuple[float, str], float] = {}
-        self.rate: dict[tuple[float, str], float] = {}
-        self.tput: dict[tuple[float, str], float] = {}
-        self.counters: dict[tuple[str, Labels], list[tuple[float, float]]] = {}
+        self.ticks = array("d")
+        self.range, self.mom, self.std, self.cv = array("d"), array("d"), array("d"), array("d")
+        self.rate, self.tput = array("d"), array("d")
+        self.usage: dict[str, tuple[array[float], array[float]]] = {}
+        self.counters: dict[tuple[str, Labels], tuple[array[float], array[float]]] = {}
         self.count = 0
         """Samples added."""
+        self._t: float | None = None
+        """The open tick's instant; its brokers' usage, rate and throughput so far below."""
+        self._closed = False
+        """The tick at `_t` is closed: a sample there again is refused, as an older one is."""
+        self._usage: dict[str, float] = {}
+        self._rate: dict[str, float] = {}
+        self._tput: dict[str, float] = {}
+        self._last: dict[tuple[str, Labels], float] = {}
+        """Each counter series' last value (the next sample's increase is from it)."""
 
     @classmethod
     def of(cls, samples: list[tuple[float, str, Labels, float]]) -> "SampleFacts":
         facts = cls()
         for t, name, labels, value in samples:
             facts.add(t, name, labels, value)
-        return facts
+        return facts.close()
+
+    @property
+    def last_t(self) -> float | None:
+        """The latest instant of any sample added (None before the first)."""
+        return self._t
 
     def add(self, t: float, name: str, labels: Labels, value: float) -> None:
+        self._at(t)
+        self.count += 1
         kpi = _COUNTER_KPI.get(name)
         if kpi is not None:
-            self.add_point((kpi, labels), t, value)
+            self._point((kpi, labels), t, value)
         else:
-            self.add_broker(_kind(name), t, dict(labels).get("broker"), value)
-
-    def add_point(self, series: tuple[str, Labels], t: float, value: float) -> None:
-        self.count += 1
-        points = self.counters.get(series)
-        if points is None:
-            points = self.counters[series] = []
-        points.append((t, value))
+            self._broker(_kind(name), dict(labels).get("broker"), value)
 
     def add_block(self, t: float, values: list[float], points: list[tuple[int, tuple[str, Labels]]],
                   brokers: list[tuple[int, int, str]]) -> None:
         """`add` of each of `values` stamped `t` (a `_Plan`'s block): the same points and tables,
         added in the same order, for the values that add to them."""
+        self._at(t)
         self.count += len(values)
-        counters = self.counters
+        point = self._point
         for at, series in points:
-            got = counters.get(series)
-            if got is None:
-                got = counters[series] = []
-            got.append((t, values[at]))
-        usage, rate, tput = self.usage, self.rate, self.tput
-        for at, kind, broker in brokers:
-            key = (t, broker)
-            value = values[at]
-            if kind == _USAGE:
-                usage[key] = max(usage.get(key, -math.inf), value)
-            else:
-                table = rate if kind == _RATE else tput
-                table[key] = table.get(key, 0.0) + value
+            point(series, t, values[at])
+        broker = self._broker
+        for at, kind, name in brokers:
+            broker(kind, name, values[at])
 
-    def add_broker(self, kind: int, t: float, broker: str | None, value: float) -> None:
-        self.count += 1
+    def close(self) -> "SampleFacts":
+        """Close the open tick (the end of the samples; more may come at later instants)."""
+        t, usage = self._t, self._usage
+        if t is not None and usage:
+            for broker, u in usage.items():
+                got = self.usage.get(broker)
+                if got is None:
+                    got = self.usage[broker] = (array("d"), array("d"))
+                got[0].append(t)
+                got[1].append(u)
+            vals = list(usage.values())
+            mean = math.fsum(vals) / len(vals)
+            std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
+            self.ticks.append(t)
+            self.range.append(max(vals) - min(vals))
+            self.mom.append(max(vals) / mean if mean > 0 else _NONE)
+            self.std.append(std)
+            self.cv.append(std / mean if mean > 0 else _NONE)
+            for column, table in ((self.rate, self._rate), (self.tput, self._tput)):
+                xs = list(table.values())
+                column.append(max(xs) / min(xs) if xs and min(xs) > 0 else _NONE)
+        self._usage, self._rate, self._tput = {}, {}, {}
+        self._closed = t is not None
+        return self
+
+    def _at(self, t: float) -> None:
+        """A sample at `t`: close the open tick if `t` is later (see the class docstring)."""
+        if t != self._t or self._closed:
+            if self._t is not None and (t < self._t or (t == self._t and self._closed)):
+                raise ValueError(f"a sample at t={t!r} after the tick at t={self._t!r} was summed: "
+                                 "samples come in time order")
+            self.close()
+            self._t, self._closed = t, False
+
+    def _point(self, series: tuple[str, Labels], t: float, value: float) -> None:
+        prev = self._last.get(series)
+        self._last[series] = value
+        increase = value if prev is None or value < prev else value - prev
+        if increase != 0:
+            got = self.counters.get(series)
+            if got is None:
+                got = self.counters[series] = (array("d"), array("d"))
+            got[0].append(t)
+            got[1].append(increase)
+
+    def _broker(self, kind: int, broker: str | None, value: float) -> None:
         if broker is None or not kind:
             return
-        key = (t, broker)
         if kind == _USAGE:
-            usage = self.usage
-            usage[key] = max(usage.get(key, -math.inf), value)
+            usage = self._usage
+            usage[broker] = max(usage.get(broker, -math.inf), value)
         else:
-            table = self.rate if kind == _RATE else self.tput
-            table[key] = table.get(key, 0.0) + value
+            table = self._rate if kind == _RATE else self._tput
+            table[broker] = table.get(broker, 0.0) + value
 
 
 class _Plan:
-    """What a block of rows of one layout adds: `rows` (the sampled rows' indices, in order), their
-    `names` and sorted `labels`, then, by position among them, the counter `points` (position,
-    series) and the per-broker values `brokers` (position, kind, broker) the KPIs' first pass keeps
-    (`SampleFacts.add_block`). A block is then a few C-level passes and a loop over those two."""
+    """What a block of rows of one layout adds: `rows` (the sampled rows' indices, in order), then,
+    by position among them, the counter `points` (position, series) and the per-broker values
+    `brokers` (position, kind, broker) the KPIs' first pass keeps (`SampleFacts.add_block`). A block
+    is then a C-level pass and a loop over those two."""
 
-    __slots__ = ("rows", "names", "labels", "points", "brokers")
+    __slots__ = ("rows", "points", "brokers")
 
     def __init__(self) -> None:
         self.rows: list[int] = []
-        self.names: list[str] = []
-        self.labels: list[Labels] = []
         self.points: list[tuple[int, tuple[str, Labels]]] = []
         self.brokers: list[tuple[int, int, str]] = []
 
@@ -206,7 +262,8 @@ class Timeline:
         self.t0 = float(t0)
         self.end: float | None = None
         self.config: dict[str, str] = dict(config or {})
-        self.samples: list[tuple[float, str, Labels, float]] = []
+        self.facts = SampleFacts()
+        """The KPIs' first pass over the samples, kept as they come (the samples are not kept)."""
         self.decisions: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self.publish: PublishLine | None = None
@@ -216,13 +273,14 @@ class Timeline:
         """The run's end, or the last observed time while it runs."""
         if self.end is not None:
             return self.end
-        times = [s[0] for s in self.samples[-1:]] + [d["t"] for d in self.decisions[-1:]] + \
+        last = self.facts.last_t
+        times = ([] if last is None else [last]) + [d["t"] for d in self.decisions[-1:]] + \
             [e["t"] for e in self.events[-1:]]
         return max(times, default=self.t0)
 
     def sample_facts(self) -> SampleFacts:
-        """The first pass of the KPIs over `samples` (see `SampleFacts`)."""
-        return SampleFacts.of(self.samples)
+        """The first pass of the KPIs over the samples so far (see `SampleFacts`), its last tick closed."""
+        return self.facts.close()
 
     def setting(self, key: str, default: float) -> float:
         """A numeric ServiceConfig key as the run had it (run.json's `config`)."""
@@ -235,7 +293,7 @@ class Timeline:
 
     def add_sample(self, t: float, name: str, labels: dict[str, str], value: float) -> None:
         if name in SAMPLED:
-            self.samples.append((float(t), name, tuple(sorted(labels.items())), float(value)))
+            self.facts.add(float(t), name, tuple(sorted(labels.items())), float(value))
 
     def add_record(self, record: dict[str, Any]) -> None:
         """A decision-log record or an event line (as in decisions.jsonl / events.jsonl)."""
@@ -300,7 +358,6 @@ class LiveTimeline(Timeline):
         self._labels: dict[Any, Labels] = {}
         """Each sampled series' sorted labels, made once: every block repeats the same series, and
         a day's samples then share a few hundred label tuples instead of holding one each."""
-        self._facts = SampleFacts()
         self._plan_keys: list[Any] | None = None
         self._plan = _Plan()
         """For the rows of `_plan_keys` (`Rows.keys`): which rows are sampled and what each adds to
@@ -318,19 +375,18 @@ class LiveTimeline(Timeline):
 
     def take(self, t: float, rows: list[Any]) -> None:
         """One block of samples stamped `t` from the metrics' `rows()`: the timeline's own, or the
-        recorder's when the run is recorded (a `Recorder.row_listeners` entry instead of `run()`)."""
+        recorder's when the run is recorded (a `Recorder.row_listeners` entry instead of `run()`).
+        Blocks after `finish()` (the recorder's closing one) are not the run's: ignored."""
+        if self.end is not None:
+            return
         keys, values = getattr(rows, "keys", None), getattr(rows, "values", None)
         if keys is None or values is None:
             keys, values = [key for key, _ in rows], [value for _, value in rows]
         if keys is not self._plan_keys and keys != self._plan_keys:
             self._plan_keys, self._plan = keys, self._make_plan(keys)
-        facts = self._facts
-        if facts.count != len(self.samples):     # samples added by other means: start over
-            facts = self._facts = SampleFacts.of(self.samples)
         plan = self._plan
         picked = list(map(float, map(values.__getitem__, plan.rows)))
-        self.samples.extend(zip(repeat(t), plan.names, plan.labels, picked))
-        facts.add_block(t, picked, plan.points, plan.brokers)
+        self.facts.add_block(t, picked, plan.points, plan.brokers)
         self._last_sample_t = t
 
     def _make_plan(self, keys: list[Any]) -> _Plan:
@@ -347,8 +403,6 @@ class LiveTimeline(Timeline):
                 kpi = _COUNTER_KPI.get(name)
                 at = len(plan.rows)
                 plan.rows.append(i)
-                plan.names.append(name)
-                plan.labels.append(labels)
                 if kpi is not None:
                     plan.points.append((at, (kpi, labels)))
                 else:
@@ -356,11 +410,6 @@ class LiveTimeline(Timeline):
                     if broker is not None and kind:
                         plan.brokers.append((at, kind, broker))
         return plan
-
-    def sample_facts(self) -> SampleFacts:
-        if self._facts.count != len(self.samples):
-            self._facts = SampleFacts.of(self.samples)
-        return self._facts
 
     def follow(self, recorder: "Recorder") -> None:
         """Take the recorder's sample blocks instead of sampling (`run`): the same instants, one

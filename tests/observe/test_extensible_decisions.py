@@ -108,9 +108,11 @@ async def test_the_recorder_writes_them_whole_at_either_level(tmp_path, level):
 
 
 @pytest.mark.asyncio
-async def test_the_summary_counts_successful_non_admin_unloads_and_splits():
+@pytest.mark.parametrize("keep", [True, False])
+async def test_the_summary_counts_successful_non_admin_unloads_and_splits(keep):
+    """Counted as they come, whether the log keeps its records (a test's) or not (a run's: flat memory)."""
     async with emulated_cluster(2, seed=3) as cluster:
-        log = DecisionLog(cluster.events, log=False, level="decisions")
+        log = DecisionLog(cluster.events, keep=keep, log=False, level="decisions")
         before = summarize(cluster, log)
         for d in decisions():
             cluster.events.emit(d)
@@ -118,6 +120,7 @@ async def test_the_summary_counts_successful_non_admin_unloads_and_splits():
         log.close()
     assert (after.unloads - before.unloads, after.splits - before.splits) == (1, 1)
     assert f"unloads            {after.unloads} by the shedder" in format_summary(after)
+    assert bool(log.entries) is keep
 
 
 def test_the_kpis_count_them_as_the_summary_does():

@@ -1,27 +1,69 @@
-"""LiveTimeline.take: the samples and the KPIs' first pass it keeps as blocks come."""
+"""SampleFacts: what the KPIs read of a timeline's samples, reduced as the blocks come."""
 
 from __future__ import annotations
 
 import math
 import random
 
-from emulator.observe.timeline import COUNTERS, RATE, THROUGHPUT, USAGE, LiveTimeline, SampleFacts
+import pytest
+
+from emulator.observe.timeline import COUNTERS, RATE, THROUGHPUT, USAGE, LiveTimeline, SampleFacts, Timeline
 
 
 def _timeline() -> LiveTimeline:
     tl = LiveTimeline.__new__(LiveTimeline)   # take() needs no cluster
-    tl.samples = []
+    Timeline.__init__(tl, t0=0.0)
     tl._labels = {}
-    tl._facts = SampleFacts()
     tl._plan_keys = None
     tl._last_sample_t = None
     return tl
 
 
-def test_blocks_keep_the_samples_and_the_same_facts_as_a_pass_over_them():
-    """Per block: every sampled row as (t, name, sorted labels, float value) in row order, and facts
-    equal, dict order included, to SampleFacts.of over the samples (several usages of one broker,
-    rates summed in order, counters, brokerless rows, rows not sampled, NaN and -0.0, a layout change)."""
+def _reference(samples):
+    """The per-tick figures and counter increases computed from the whole list of samples at once
+    (the KPIs' first pass before the samples stopped being kept)."""
+    usage, rate, tput, points = {}, {}, {}, {}
+    for t, name, labels, value in samples:
+        broker = dict(labels).get("broker")
+        if name in COUNTERS.values():
+            points.setdefault((name, labels), []).append((t, value))
+        elif broker is not None and name == USAGE:
+            usage[(t, broker)] = max(usage.get((t, broker), -math.inf), value)
+        elif broker is not None:
+            table = rate if name in RATE else tput
+            table[(t, broker)] = table.get((t, broker), 0.0) + value
+    ticks = sorted({t for t, _ in usage})
+    rows = []
+    for t in ticks:
+        vals = [v for (u, _), v in usage.items() if u == t]
+        mean = math.fsum(vals) / len(vals)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
+        row = [max(vals) - min(vals), max(vals) / mean if mean > 0 else None, std, std / mean if mean > 0 else None]
+        for table in (rate, tput):
+            xs = [v for (u, _), v in table.items() if u == t]
+            row.append(max(xs) / min(xs) if xs and min(xs) > 0 else None)
+        rows.append(row)
+    increases = []
+    for pts in points.values():
+        prev, kept = None, []
+        for t, v in pts:
+            inc = v if prev is None or v < prev else v - prev
+            prev = v
+            if inc != 0:
+                kept.append((t, inc))
+        increases.append(kept)
+    return ticks, rows, increases
+
+
+def _rows(facts: SampleFacts):
+    cols = [facts.range, facts.mom, facts.std, facts.cv, facts.rate, facts.tput]
+    return [[None if v != v else v for v in row] for row in zip(*cols)]
+
+
+def test_blocks_reduce_to_the_figures_a_pass_over_all_samples_gives():
+    """Live blocks (several usages of one broker, rates summed in order, counters with drops and
+    repeats, brokerless rows, rows not sampled, zeros and -0.0, a layout change) reduce to the same
+    per-tick figures, per-broker usage and counter increases as the samples taken all at once."""
     rng = random.Random(5)
     counter = next(iter(COUNTERS.values()))
     brokers = ["b1", "b2", "b3"]
@@ -35,14 +77,45 @@ def test_blocks_keep_the_samples_and_the_same_facts_as_a_pass_over_them():
         return out
 
     tl = _timeline()
+    samples = []
+    level = 0.0
     for block in range(40):
         ks = keys(3 if block < 25 else 2)
-        values = [rng.choice([rng.uniform(0, 100), 0.0, -0.0, math.nan, 7]) for _ in ks]
-        tl.take(10.0 * block, list(zip(ks, values)))
-    assert len(tl.samples) == 25 * (1 + 3 * 6 + 1) + 15 * (1 + 2 * 6 + 1)
-    assert all(type(s[3]) is float for s in tl.samples)
-    again = SampleFacts.of(tl.samples)
-    live = tl._facts
-    assert live.count == again.count == len(tl.samples)
-    for field in ("usage", "rate", "tput", "counters"):
-        assert repr(list(getattr(live, field).items())) == repr(list(getattr(again, field).items())), field
+        values = [rng.choice([rng.uniform(0, 100), 0.0, -0.0, 7.0]) for _ in ks]
+        level = 0.0 if block == 30 else level + rng.choice([0.0, 0.0, 3.0])   # a reset, repeats
+        values[1] = level
+        t = 10.0 * block
+        tl.take(t, list(zip(ks, values)))
+        samples += [(t, k[0], tuple(sorted(zip(k[1], k[2]))), v) for k, v in zip(ks, values)
+                    if k[0] != "pulsar_not_sampled"]
+    facts = tl.sample_facts()
+    ticks, rows, increases = _reference(samples)
+    assert facts.ticks.tolist() == ticks and len(ticks) == 40
+    assert repr(_rows(facts)) == repr(rows)
+    assert [list(zip(t.tolist(), i.tolist())) for t, i in facts.counters.values()] == increases
+    assert all(inc != 0 for _, incs in facts.counters.values() for inc in incs)
+    assert facts.usage["b3"][0].tolist() == ticks[:25] and facts.usage["b1"][0].tolist() == ticks
+    again = SampleFacts.of(samples)
+    assert repr(_rows(again)) == repr(rows) and again.count == facts.count == len(samples)
+
+
+def test_a_sample_older_than_a_summed_tick_is_refused():
+    facts = SampleFacts()
+    labels = (("broker", "b1"),)
+    facts.add(10.0, USAGE, labels, 50.0)
+    facts.add(10.0, USAGE, labels, 60.0)       # the same tick: the larger usage
+    facts.add(20.0, USAGE, labels, 40.0)       # closes t = 10
+    with pytest.raises(ValueError, match="t=10.0 after the tick"):
+        facts.add(10.0, USAGE, labels, 1.0)
+    facts.close()
+    with pytest.raises(ValueError, match="time order"):
+        facts.add(20.0, USAGE, labels, 1.0)
+    assert facts.usage["b1"][1].tolist() == [60.0, 40.0]
+
+
+def test_a_finished_timeline_ignores_the_recorders_closing_block():
+    tl = _timeline()
+    tl.take(0.0, [((USAGE, ("broker",), ("b1",)), 5.0)])
+    tl.end = 0.0
+    tl.take(0.0, [((USAGE, ("broker",), ("b1",)), 9.0)])
+    assert tl.sample_facts().usage["b1"][1].tolist() == [5.0]
