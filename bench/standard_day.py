@@ -8,12 +8,20 @@ The run goes through the product's own path, the first that exists of:
 3. `bench.fallback.day_run`: the same shape built by hand (while the workload layer was missing).
 The row says which one ran. Figure: wall seconds (median of the repetitions); baseline: the emulated
 seconds; ratio: emulated seconds per wall second. Target: <= 20 s wall (>= 4,320x real time).
+
+`standard_day.memory`: a long run's memory stays flat (issue 32). Figure: the peak RSS of the recorded
+24-hour run; baseline: the peak RSS of the same run stopped after its first hour (`--duration 1h`),
+each `pulsar-lb-emulator run` in its own child process (`os.wait4`'s rusage), back to back; target:
+ratio <= 1.25. `--quick`: 2 hours against the first 10 minutes.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -78,6 +86,38 @@ def choose() -> tuple[str, Callable[[float, int], Any]]:
     return _runner() or _scenario() or _fallback()
 
 
+def child_peak_rss(args: list[str]) -> int:
+    """Peak RSS in bytes of `python -m emulator ARGS` run to its end in a child process of its own."""
+    proc = subprocess.Popen([sys.executable, "-m", "emulator", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"emulator {' '.join(args)} exited {proc.returncode}: {err.decode()[-400:]}")
+    return usage.ru_maxrss * 1024
+
+
+def memory_row(opts: Options) -> Row:
+    """`standard_day.memory` (module docstring)."""
+    first, whole = (600, 7200) if opts.quick else (3600, int(DAY))
+    peaks = {}
+    for duration in (first, whole):
+        out = tempfile.mkdtemp(prefix="bench-day-memory-")
+        try:
+            peaks[duration] = child_peak_rss(["run", "default", "--seed", str(opts.seed), "--quiet",
+                                              "--duration", f"{duration}s", "--record", out])
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    mib = 2.0 ** 20
+    return Row(name="standard_day.memory", figure=peaks[whole] / mib, unit="MiB peak",
+               baseline=peaks[first] / mib, baseline_unit=f"MiB peak of its first {first // 60} min",
+               ratio=peaks[whole] / peaks[first], target=Target("ratio", "<=", 1.25),
+               note=f"recorded, {whole // 3600} h against its first {first // 60} min, one child each",
+               details={"first_s": first, "whole_s": whole})
+
+
 def run_bench(opts: Options) -> list[Row]:
     quiet_logs()
     duration = 600.0 if opts.quick else DAY
@@ -94,4 +134,5 @@ def run_bench(opts: Options) -> list[Row]:
     return [Row(name="standard_day", figure=wall, unit="s wall", baseline=duration,
                 baseline_unit="emulated s", ratio=duration / wall, target=Target("figure", "<=", 20.0),
                 reps=reps, samples=walls, note=f"via {path}",
-                details={"path": path, "emulated_s": duration, "last": last.get("result")})]
+                details={"path": path, "emulated_s": duration, "last": last.get("result")}),
+            memory_row(opts)]

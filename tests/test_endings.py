@@ -113,6 +113,34 @@ def test_a_signal_before_the_cluster_is_ready_cancels_the_start(tmp_path, sig, c
     assert "Traceback" not in err
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """The process has a handler for SIGTERM (/proc's SigCgt mask, bit 15)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(mask, 16) & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_sigterm_during_the_imports_ends_with_143(tmp_path):
+    """The handler is the command's first line (the package's `__init__` imports nothing heavy), so a
+    SIGTERM the moment it is in place, while the CLI and numpy are still being imported, ends with 143."""
+    cheap = subprocess.run([sys.executable, "-c", "import sys, emulator; print(sorted(m for m in sys.modules "
+                            "if m.startswith(('numpy', 'emulator.'))))"],
+                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert cheap.stdout.strip() == "[]", cheap.stdout + cheap.stderr
+    proc = start(tmp_path)
+    deadline = time.monotonic() + 10
+    while not _catches_sigterm(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.0005)
+    proc.send_signal(signal.SIGTERM)
+    code, out, err = finish(proc, timeout=30)
+    assert code == 143, err
+    assert "Traceback" not in err and "READY" not in out
+
+
 def test_sigterm_after_ready_ends_with_143_the_summary_and_whole_tables(tmp_path):
     proc = start(tmp_path)
     folder = wait_ready(proc)

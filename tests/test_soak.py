@@ -4,6 +4,7 @@ problem class, and a slice of the real soak (a few seeds, one rerun)."""
 from __future__ import annotations
 
 import collections
+import json
 import sys
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 
 from emulator.soak import __main__ as soak_cli
 from emulator.soak.check import actor_crashes, run_seed
-from emulator.soak.generate import generate, scenario_toml
+from emulator.cluster.load_manager import resolve_class_name
+from emulator.soak.generate import LOAD_MANAGERS, generate, load_manager_of, scenario_toml
 from emulator.workload import loader
 from emulator.workload.schema import verb_of
 
@@ -25,12 +27,14 @@ def test_same_seed_same_file_and_seeds_differ():
 def test_every_generated_scenario_loads_and_the_vocabulary_is_covered():
     verbs: collections.Counter[str] = collections.Counter()
     modes: set[str] = set()
-    pairs: set[tuple[str, str]] = set()
+    pairs: set[tuple[str, str | None]] = set()
+    managers: set[str] = set()
     for seed in range(1, 151):
         scenario = loader.loads(scenario_toml(seed), f"soak-{seed}")  # raises on any bad key
         assert scenario.seed == seed
         assert sum(g.count * max(1, g.partitions) for g in scenario.topics) <= 700
         pairs.add((scenario.cluster.placement, scenario.cluster.shedder))
+        managers.add(resolve_class_name(scenario.settings.get("loadManagerClassName", LOAD_MANAGERS[0])))
         for e in scenario.events:
             verbs[verb_of(e)] += 1
             if hasattr(e, "mode"):
@@ -46,7 +50,8 @@ def test_every_generated_scenario_loads_and_the_vocabulary_is_covered():
     import strategies
 
     assert {p for p, _ in pairs} == set(strategies.names())
-    assert {s for _, s in pairs} == set(shedders.names())
+    assert {s for _, s in pairs if s is not None} == set(shedders.names())
+    assert managers == set(LOAD_MANAGERS)
 
 
 def test_seed_list_and_rerun_sample():
@@ -107,12 +112,17 @@ def test_checker_flags_each_problem_class(tmp_path: Path):
 
 
 def test_a_slice_of_the_soak_passes(tmp_path: Path, capsys):
-    """Two real seeds, one of them rerun byte for byte, through the command line."""
-    code = soak_cli.main(["--seeds", "2-3", "--rerun-sample", "1", "--keep", str(tmp_path / "keep"),
+    """Four real seeds, one per load manager, one of them rerun byte for byte, through the command line."""
+    assert {load_manager_of(seed) for seed in range(2, 6)} == set(LOAD_MANAGERS)
+    code = soak_cli.main(["--seeds", "2-5", "--rerun-sample", "1", "--keep", str(tmp_path / "keep"),
                           "--failures", str(tmp_path / "failures"), "--timeout", "300"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert out.count(" ok ") == 2 and "(+rerun)" in out
+    assert out.count(" ok ") == 4 and "(+rerun)" in out
     assert "nondeterministic      0 of 1" in out
     assert (tmp_path / "keep" / "seed-2" / "soak-2.toml").read_text() == scenario_toml(2)
+    for seed in range(2, 6):    # each ran its own load manager
+        run_json = next((tmp_path / "keep" / f"seed-{seed}").rglob("run.json"))
+        config = json.loads(run_json.read_text())["config"]
+        assert resolve_class_name(config["loadManagerClassName"]) == load_manager_of(seed)
     assert not (tmp_path / "failures").exists()

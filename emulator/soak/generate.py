@@ -13,6 +13,11 @@ pair is drawn from `strategies.names()` and `shedders.names()` (a placement stra
 AvgShedder, gets itself as the shedder, as Pulsar requires). Shedding runs every minute with a short
 grace period, so the shedder acts within the run.
 
+The load manager (`loadManagerClassName`) goes round `LOAD_MANAGERS` by seed (seed % 4), so any four
+consecutive seeds cover all four: Modular with the drawn pair; Extensible with its TransferShedder (the
+pair's shedder dropped, as Pulsar's migration guide sets it); Simple and Noop with the pair left in
+place (they read neither, as in Pulsar). It takes no draw of the seed's RNG.
+
 Broker names in events only name brokers that exist by then (the loader checks it); a stop never takes
 the estimated live count below one, so most of a run has a cluster to balance.
 """
@@ -25,7 +30,16 @@ import random
 import re
 from typing import Any
 
-__all__ = ["generate", "to_toml", "scenario_toml"]
+__all__ = ["LOAD_MANAGERS", "generate", "load_manager_of", "to_toml", "scenario_toml"]
+
+LOAD_MANAGERS = (
+    "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+    "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",
+    "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl",
+    "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
+)
+"""Pulsar's four `loadManagerClassName` values (emulator/cluster/load_manager.py), seed % 4."""
+TRANSFER_SHEDDER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
 
 STOP_MODES = ("graceful", "sigterm", "kill")
 RATE_DISTRIBUTIONS = ("constant", "uniform", "zipf", "hot_set")
@@ -33,6 +47,11 @@ SESSION_TIMEOUT_S = 30
 """metadataStoreSessionTimeoutMillis default (30 000 ms, ServiceConfiguration): a broker killed in a
 rolling restart must stay down at least this long, or its old session still holds its registration
 and the restart fails (RestartRolling's docstring)."""
+
+
+def load_manager_of(seed: int) -> str:
+    """The `loadManagerClassName` of a seed's scenario (the module docstring)."""
+    return LOAD_MANAGERS[seed % len(LOAD_MANAGERS)]
 
 
 def _strategy_pair(rng: random.Random) -> tuple[str, str]:
@@ -140,6 +159,12 @@ def generate(seed: int) -> dict[str, Any]:
     }
     if rng.random() < 0.5:
         settings["loadBalancerBrokerOverloadedThresholdPercentage"] = rng.choice((50, 70, 85))
+    load_manager = load_manager_of(seed)
+    if load_manager != LOAD_MANAGERS[0]:
+        settings["loadManagerClassName"] = load_manager
+    if load_manager == LOAD_MANAGERS[1]:
+        settings["loadBalancerLoadSheddingStrategy"] = TRANSFER_SHEDDER
+        cluster.pop("shedder")     # [cluster] shedder outranks [settings]
 
     events: list[dict[str, Any]] = []
     known = brokers  # brokers named so far (broker-1..broker-<known>)

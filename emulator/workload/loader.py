@@ -415,8 +415,10 @@ class _Checker:
                                else ["settings", SHEDDER_KEY])}
         placement = keys.get(PLACEMENT_KEY, base.load_balancer_load_placement_strategy)
         shedder = keys.get(SHEDDER_KEY, base.load_balancer_load_shedding_strategy)
-        check_strategies(placement, shedder,
-                         lambda key, reason: self.fail(where[key], reason))
+        from emulator.cluster.load_manager import EXTENSIBLE, resolve_class_name
+
+        check_strategies(placement, shedder, lambda key, reason: self.fail(where[key], reason),
+                         extensible=resolve_class_name(base.load_manager_class_name) == EXTENSIBLE)
 
     # --- namespaces and topics
 
