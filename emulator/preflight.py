@@ -105,9 +105,11 @@ MEM_PER_BUNDLE = 10 << 10
 MEM_PER_BROKER_BUNDLE = 67
 MEM_PER_TOPIC = 3 << 10
 MEM_PER_HANDLE = 2250
-MEM_PER_BROKER_SAMPLE = 1930
-"""The KPI timeline (a recording, [[expect]] or --summary-json) keeps every sample: a 24-emulated-hour
-recorded `default` run (20 brokers, 8,640 samples) grew from 73 to 406 MB (issue 32)."""
+MEM_PER_BROKER_SAMPLE = 24
+"""The KPI timeline (a recording, [[expect]] or --summary-json) keeps per-tick figures and per-broker
+usage, not the samples: a 24-emulated-hour recorded `default` run (20 brokers, 8,640 samples) grows
+from 116 MiB after its first hour to 120 MiB (issue 32; it grew from 133 to 406 MiB while the timeline
+kept every sample)."""
 MEM_PEAK_FACTOR = 1.85
 """Peak over the steady state the costs above give: the restart case (bench/restart.py: 100 brokers,
 65,000 bundles, 100,000 producers) peaks at 3.0 GiB where they give 1.60 GiB (the storm's reconnects,
