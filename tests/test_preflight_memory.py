@@ -57,11 +57,12 @@ def test_the_estimate_reads_the_dimensions_together() -> None:
     r = preflight.estimate_memory(restart, duration=float(restart.duration), record_interval=10, timeline=False)
     assert (r.brokers, r.bundles, r.handles) == (100, 65_000, 100_000)
     assert 2.8 * GIB < r.bytes < 3.2 * GIB
-    # a KPI timeline's samples count: a recorded day of default needs more than its first hour
+    # a KPI timeline's samples count, at what the timeline keeps of them (a few MiB a day of default:
+    # 116 -> 120 MiB measured, issue 32), not at what it kept when it held every sample (+270 MiB)
     default = load_scenario("default")
     hour = preflight.estimate_memory(default, duration=3600, record_interval=10, timeline=True)
     day = preflight.estimate_memory(default, duration=86400, record_interval=10, timeline=True)
-    assert day.bytes > hour.bytes + 200 * 10**6
+    assert 2 * 2**20 < day.bytes - hour.bytes < 10 * 2**20
 
 
 def test_a_scenario_too_large_for_the_machine_is_refused_in_one_line(
