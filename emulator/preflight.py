@@ -132,16 +132,22 @@ class MemoryEstimate(msgspec.Struct, frozen=True, kw_only=True):
                 + (f", {self.samples:,} KPI samples" if self.samples else ""))
 
 
-def estimate_memory(scenario: Any, *, duration: float, record_interval: float, timeline: bool) -> MemoryEstimate:
+def estimate_memory(scenario: Any, *, duration: float, record_interval: float, timeline: bool,
+                    default_bundles: int | None = None) -> MemoryEstimate:
     """The peak memory of a run of `scenario`, from its dimensions together: brokers (the most there
     will be), bundles (initial; splits add more), topics (a partition counts one), handles and, when a
-    KPI timeline is kept, its samples. Linear per item as measured, times MEM_PEAK_FACTOR."""
+    KPI timeline is kept, its samples. Linear per item as measured, times MEM_PEAK_FACTOR.
+    `default_bundles`: the run's defaultNumberOfNamespaceBundles (broker.conf, [settings] and --set
+    together, as the runner's effective config has it); None reads the scenario's [settings] alone."""
     brokers = scenario.cluster.broker_count
     for e in scenario.events:
         if type(e).__name__ == "AddBrokers":
             brokers += e.count if e.count is not None else (0 if e.brokers else 1)
-    default = scenario.settings.get("defaultNumberOfNamespaceBundles", 4)
-    default = int(default) if str(default).strip().isdigit() else 4
+    if default_bundles is None:
+        default = scenario.settings.get("defaultNumberOfNamespaceBundles", 4)
+        default = int(default) if str(default).strip().isdigit() else 4
+    else:
+        default = default_bundles
     bundles = sum(ns.bundles if ns.bundles is not None else default for ns in scenario.namespaces)
     topics = sum(g.size * max(1, g.partitions) for g in scenario.topics)
     handles = sum(g.size * max(1, g.partitions) * (g.producers + g.consumers) for g in scenario.topics)

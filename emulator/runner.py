@@ -513,7 +513,7 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     err = err or sys.stderr
     scenario = load_scenario(opts.scenario)
     base = load_broker_conf(opts.broker_conf, err) if opts.broker_conf else None
-    effective_config(scenario, opts, base)      # validate before anything starts
+    conf = effective_config(scenario, opts, base)      # validate before anything starts
     clock = make_clock(opts)
     if opts.duration is not None and (not opts.duration > 0 or math.isinf(opts.duration)):
         raise RunError(f"--duration = {opts.duration!r}: must be a positive, finite emulated time")
@@ -529,7 +529,7 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
         raise RunError(f"--summary-json = {opts.summary_json!r}: its folder does not exist")
     _preflight(opts)
     if opts.memory_check:
-        _memory_preflight(opts, scenario)
+        _memory_preflight(opts, scenario, conf)
     if not opts.check_interval > 0 or math.isinf(opts.check_interval):
         raise RunError(f"--check-interval = {opts.check_interval!r}: must be a positive number of "
                        "emulated seconds")
@@ -554,14 +554,15 @@ def _preflight(opts: RunOptions) -> None:
         raise RunError(str(e)) from None
 
 
-def _memory_preflight(opts: RunOptions, scenario: Any) -> None:
+def _memory_preflight(opts: RunOptions, scenario: Any, conf: ServiceConfig) -> None:
     """The run's dimensions together against the machine's available memory (emulator/preflight.py)."""
     from emulator import preflight
 
     duration = float(opts.duration if opts.duration is not None else scenario.duration)
     timeline = bool(opts.record_dir or opts.summary_json or getattr(scenario, "expect", None))
     estimate = preflight.estimate_memory(scenario, duration=duration, record_interval=opts.record_interval,
-                                         timeline=timeline)
+                                         timeline=timeline,
+                                         default_bundles=conf.default_number_of_namespace_bundles)
     try:
         preflight.check_memory(opts.scenario, estimate, preflight.available_memory())
     except preflight.PreflightError as e:

@@ -137,3 +137,18 @@ def test_a_memory_error_in_an_actor_ends_the_run_at_once(monkeypatch: pytest.Mon
     result = runner.run(_quick(), out=io.StringIO(), err=io.StringIO())
     assert result.emulated_seconds < 320
     assert len(result.actor_failures) == 1 and "MemoryError" in result.actor_failures[0]
+
+
+def test_the_bundle_count_set_on_the_command_line_counts(eight_gib: None, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A namespace without its own bundle count takes defaultNumberOfNamespaceBundles from the run's
+    config (broker.conf, [settings], --set together): 1,000 brokers x 200,000 bundles of --set are ~100 GiB
+    of every broker's view of every bundle, refused; the same scenario at the default 4 bundles fits."""
+    path = tmp_path / "wide.toml"
+    path.write_text(HUGE.replace("count = 1000000", "count = 1000"))
+    with pytest.raises(Started):
+        main(["run", str(path), "--quiet"])
+    code = main(["run", str(path), "--quiet", "--set", "defaultNumberOfNamespaceBundles=200000",
+                 "--set", "loadBalancerNamespaceMaximumBundles=200000"])
+    err = capsys.readouterr().err
+    assert code == 2 and "200,000 bundles" in err, err
