@@ -25,7 +25,7 @@ import msgspec
 import structlog
 
 from emulator.cluster.events import ClusterEvents, Decision, Event, SelectionTrace, to_builtins
-from emulator.observe.timeline import is_load_manager_split, is_load_manager_unload
+from emulator.observe.decision_kinds import is_load_manager_split, is_load_manager_unload
 
 __all__ = ["DEFAULT_LEVEL", "DecisionLog", "LEVELS", "check_level", "decision_record", "to_builtins", "trace_summary"]
 

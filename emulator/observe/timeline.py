@@ -46,6 +46,7 @@ from emulator.cluster.events import (
     Unload,
 )
 from emulator.observe import recording_files as files
+from emulator.observe.decision_kinds import is_load_manager_split, is_load_manager_unload
 from emulator.observe.publish import PublishLine
 
 if TYPE_CHECKING:
@@ -78,26 +79,6 @@ _KEPT_EVENTS = (HandleDisconnected, HandleReconnected, HandleFailed, HandleClose
 DECISIONS = frozenset(t.decision for t in _KEPT_DECISIONS)
 """Decision names a timeline keeps (a recording's records are told apart by name)."""
 EVENTS = frozenset(t.kind for t in _KEPT_EVENTS)
-EXTENSIBLE_UNLOAD = ExtensibleUnloadDecision.decision
-EXTENSIBLE_SPLIT = ExtensibleSplitDecision.decision
-
-
-def is_load_manager_unload(record: dict[str, Any]) -> bool:
-    """A decision record the KPI `unloads` counts (the summary's, the roll-up's): Modular's leader
-    `unload`, or an Extensible unload that went through and was not an admin's (an admin unload is
-    scenario input, as under Modular)."""
-    decision = record.get("decision")
-    return decision == "unload" or (decision == EXTENSIBLE_UNLOAD and record.get("label") == "Success"
-                                    and record.get("reason") != "Admin")
-
-
-def is_load_manager_split(record: dict[str, Any]) -> bool:
-    """A decision record the KPI `splits` counts: Modular's `split` whose `ok` is not false, or an
-    Extensible split that went through and was not an admin's."""
-    decision = record.get("decision")
-    if decision == "split":
-        return record.get("ok") is not False
-    return decision == EXTENSIBLE_SPLIT and record.get("label") == "Success" and record.get("reason") != "Admin"
 
 
 Labels = tuple[tuple[str, str], ...]

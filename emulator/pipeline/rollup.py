@@ -101,7 +101,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import msgspec
 
 from emulator.observe.timeline import COUNTERS as _TIMELINE_COUNTERS
-from emulator.observe.timeline import EXTENSIBLE_SPLIT, EXTENSIBLE_UNLOAD, RATE, THROUGHPUT, USAGE
+from emulator.observe.decision_kinds import EXTENSIBLE_SPLIT, EXTENSIBLE_UNLOAD
+from emulator.observe.timeline import RATE, THROUGHPUT, USAGE
 from emulator.model.errors import UsageError
 from emulator.pipeline.compare import comparison_fields, comparison_rows
 from emulator.pipeline.options import RollupOptions, add_rollup_options, conf_from_args, options_from_args
