@@ -3,15 +3,21 @@
 A stdlib `ThreadingHTTPServer` in a daemon thread, bound to 127.0.0.1 unless a host is given. Every
 request is answered ON THE EVENT LOOP'S THREAD (handed over with `call_soon_threadsafe`): the registry's
 collect and the views walk live actor state, which only that thread may read consistently, and on the
-virtual clock no emulated time passes while a request is served. Nothing here changes the cluster: no
-lookup acquires a bundle, no metadata operation is sent (the store is read with `peek`).
+virtual clock no emulated time passes while a request is served. The GET views change nothing (the store is
+read with `peek`); the writes and the HTTP lookup, listed at the end, are cluster operations.
 
-Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answers):
+Paths (GET; errors are `{"reason": "..."}` JSON as Pulsar's REST API answers):
 
 `/metrics`, `/metrics/`
     Prometheus text exposition of the cluster's registry (Pulsar serves it on the web port).
-`/admin/v2/clusters`
-    `["<cluster>"]`.
+`/admin/v2/clusters`, `/admin/v2/clusters/<cluster>`
+    `["<cluster>"]`; ClusterData (topics_http.py).
+`/admin/v2/brokers/health`, `/admin/v2/brokers/ready`, `/admin/v2/brokers/version`
+    `ok`, `ok` (500 while not started), the Pulsar release the emulator follows (topics_http.py).
+`/admin/v2/<persistent|non-persistent>/<tenant>/<ns>[/partitioned]`,
+`/admin/v2/<domain>/<tenant>/<ns>/<topic>/stats|partitioned-stats|partitions`
+    Topic lists, TopicStats (rates as the last stats period's means), PartitionedTopicStats,
+    PartitionedTopicMetadata (topics_http.py, topic_stats.py).
 `/admin/v2/brokers`, `/admin/v2/brokers/<cluster>`
     Active brokers: the sorted children of `/loadbalance/brokers` (`["broker-1:8080", ...]`).
 `/admin/v2/brokers/leaderBroker`
@@ -20,12 +26,14 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     `{bundle: {"broker_assignment": "shared", "is_controlled": false, "is_active": bool}}` from the
     ownership nodes that name `<broker>`.
 `/admin/v2/broker-stats/load-report?broker=<id>`, `/admin/v2/broker-stats/load-report/<id>`
-    The broker's latest LocalBrokerData (Pulsar's JSON, as generateLoadReport returns it). Without a
-    broker, the leader's (Pulsar answers for the broker you talk to; here one server speaks for all).
+    The broker's latest LocalBrokerData (Pulsar's JSON, as generateLoadReport returns it, with the keys
+    Jackson adds from getters: `bundleStats`, `maxResourceUsage`). Without a broker, the leader's
+    (Pulsar answers for the broker you talk to; here one server speaks for all).
 `/admin/v2/namespaces/<tenant>/<ns>/bundles`
     BundlesData `{"boundaries": ["0x00000000", ...], "numBundles": n}` from the namespace's policies.
 `/admin/v2/tenants`, `/admin/v2/namespaces/<tenant>`, `/admin/v2/namespaces/<tenant>/<ns>`
     Tenants, a tenant's namespaces, a namespace's Policies (pulsar_admin.py says how each is made).
+    `public/default` is always there (Pulsar's cluster initialisation makes it, 16 bundles).
 `/admin/v2/broker-stats/topics?broker=<id>`
     The broker's topic stats, `{namespace: {bundle range: {"persistent": {topic: TopicStats}}}}`
     (PulsarStats' JSON); without a broker, the leader's, as for the load report.
@@ -38,9 +46,6 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     The path as broker `<id>`'s own web service answers it. In Pulsar the load report, the topic stats and
     owned namespaces are per broker (each answers for itself on its own host); one emulator server speaks
     for every broker, so `snapshot export` reaches broker `<id>` under this prefix (404 if not live).
-`/lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>`
-    LookupData of the topic's current owner (`brokerUrl`, `httpUrl`, `nativeUrl`, ...). Read-only: an
-    unowned bundle is 404, never assigned.
 `/emulator/status`
     `{"cluster", "t", "clock", "leader", "brokers", "live_brokers"}`.
 `/emulator/ownership[?namespace=<tenant>/<ns>]`
@@ -56,9 +61,16 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     live broker runs the Extensible load manager.
 
 Placement policies (issue 16; GET, POST and DELETE, in policy_http.py): isolation policies, failure
-domains and anti-affinity groups at Pulsar's admin paths; and dynamic configuration (config_http.py).
-These are the server's only writes; they go through the cluster's admin operations, as pulsar-admin's
-calls go through a broker.
+domains and anti-affinity groups at Pulsar's admin paths; dynamic configuration (config_http.py); and
+(ops_http.py) `PUT /admin/v2/namespaces/<tenant>/<ns>/unload`, `.../<bundle>/unload` and
+`.../<bundle>/split`. These are the server's writes (the write guard checks them, the summary lists
+them); they go through the cluster's admin operations, as pulsar-admin's calls go through a broker.
+
+`GET /lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>[?authoritative=]` (ops_http.py)
+    LookupData (`brokerUrl`, `httpUrl`, `nativeUrl`, `brokerUrlSsl`) from the owner, or 307 to the next
+    broker's lookup URL (under `/emulator/brokers/<id>/`). Not read-only: as Pulsar's TopicLookupBase it
+    assigns an unowned bundle through the emulated lookup path; it is no admin write (any client may
+    look a topic up in Pulsar), so it needs no token and is not listed among the writes.
 """
 
 from __future__ import annotations

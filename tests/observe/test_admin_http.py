@@ -126,7 +126,8 @@ async def test_topic_lists_stats_and_partitioned_stats_answer_with_pulsars_json(
             assert await get(base + "/nope/stats") == (404, {"reason": f"Topic persistent://{NS}/nope not found"})
             assert await get(base + "/t-0/partitioned-stats") == (
                 404, {"reason": f"Partitioned Topic not found: persistent://{NS}/t-0 has zero partitions"})
-            assert await get(obs.url + "/admin/v2/persistent/acme/none") == (404, {"reason": "Namespace does not exist"})
+            missing = (404, {"reason": "Namespace does not exist"})
+            assert await get(obs.url + "/admin/v2/persistent/acme/none") == missing
             # public/default exists in every cluster (Pulsar's initialisation), without topics here
             assert await get(obs.url + "/admin/v2/persistent/public/default") == (200, [])
             assert cluster.system.failures == []
