@@ -10,6 +10,8 @@ Served by http.py on the event loop (coroutines, through the gate's task queue),
         JSON list of longs (`splitBoundaries`, for specified_positions_divide)
     GET /lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>[?authoritative=true]
         TopicLookupBase.internalLookupTopicAsync: LookupData, or 307 to the broker to ask next
+    GET /lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>/bundle
+        internalGetNamespaceBundle: the bundle range, as text (read-only)
 
 The writes go through the cluster's admin operations (`Cluster.unload_namespace`, `unload_bundle`,
 `split_bundle`, as a scenario's `unload` and `split` events do), so they take emulated time and the answer
@@ -72,10 +74,13 @@ _PATTERNS = [
     ("unload_namespace", re.compile(_NS + r"/unload/?")),
     ("unload_bundle", re.compile(_NS + r"/(?P<bundle>[^/]+)/unload/?")),
     ("split_bundle", re.compile(_NS + r"/(?P<bundle>[^/]+)/split/?")),
+    ("bundle_range", re.compile(r"/lookup/v2/topic/(?P<domain>persistent|non-persistent)/(?P<tenant>[^/]+)/"
+                                r"(?P<ns>[^/]+)/(?P<topic>[^/]+)/bundle/?")),
     ("lookup", re.compile(r"/lookup/v2/topic/(?P<domain>persistent|non-persistent)/(?P<tenant>[^/]+)/"
                           r"(?P<ns>[^/]+)/(?P<topic>.+)")),
 ]
-_METHOD = {"unload_namespace": "PUT", "unload_bundle": "PUT", "split_bundle": "PUT", "lookup": "GET"}
+_METHOD = {"unload_namespace": "PUT", "unload_bundle": "PUT", "split_bundle": "PUT", "lookup": "GET",
+           "bundle_range": "GET"}
 _LOOKUP_STATUS = {ServerError.SERVICE_NOT_READY: 503, ServerError.TOO_MANY_REQUESTS: 503,
                   ServerError.METADATA_ERROR: 500, ServerError.TOPIC_NOT_FOUND: 404}
 
@@ -218,6 +223,13 @@ class ClusterOpRoutes:
         return _NO_CONTENT if result.ok else _error(500, result.message)
 
     # ------------------------------------------------------------------ lookup
+
+    async def bundle_range(self, body: bytes, *, domain: str, tenant: str, ns: str, topic: str,
+                           query: dict[str, str], broker: str | None) -> Response:
+        """TopicLookupBase.internalGetNamespaceBundle (`pulsar-admin topics bundle-range`): the range of
+        the bundle the topic hashes to, as text; reads only (no assignment)."""
+        nb = self._bundles(f"{tenant}/{ns}")
+        return 200, _JSON, nb.find_bundle(f"{domain}://{tenant}/{ns}/{topic}").rsplit("/", 1)[1].encode()
 
     def _first_hop(self, broker: str | None) -> str:
         live = self.cluster.live_brokers()

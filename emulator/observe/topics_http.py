@@ -5,6 +5,8 @@ views is topic_stats.py's. Paths, as Pulsar's admin classes serve them:
 
     /admin/v2/<persistent|non-persistent>/<tenant>/<ns>              PersistentTopicsBase.internalGetListAsync:
                                                                      ["persistent://t/ns/x", ...]
+    /admin/v2/namespaces/<tenant>/<ns>/topics[?mode=]                NamespacesBase.getTopics (PERSISTENT,
+                                                                     NON_PERSISTENT or ALL)
     /admin/v2/<domain>/<tenant>/<ns>/partitioned                     internalGetPartitionedTopicListAsync
     /admin/v2/<domain>/<tenant>/<ns>/<topic>/partitions              PartitionedTopicMetadata
                                                                      {"partitions": n} (0: not partitioned)
@@ -83,6 +85,7 @@ class TopicViews:
             (re.compile(r"/admin/v2/brokers/ready/?"), self.ready),
             (re.compile(r"/admin/v2/brokers/version/?"), self.version),
             (re.compile(r"/admin/v2/clusters/(?P<name>[^/]+)/?"), self.cluster_data),
+            (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/(?P<ns>[^/]+)/topics/?"), self.namespace_topics),
             (re.compile(_NS + r"/?"), self.topic_list),
             (re.compile(_NS + r"/partitioned/?"), self.partitioned_list),
             (re.compile(_NS + r"/(?P<topic>[^/]+)/partitions/?"), self.partitions),
@@ -138,6 +141,21 @@ class TopicViews:
     def topic_list(self, query: dict[str, str], domain: str, tenant: str, ns: str) -> Response:
         topics = self._topics(tenant, ns, domain)
         return topics if isinstance(topics, tuple) else _json(topics)
+
+    def namespace_topics(self, query: dict[str, str], tenant: str, ns: str) -> Response:
+        """NamespacesBase.getTopics: `?mode=PERSISTENT` (the default), `NON_PERSISTENT` or `ALL`."""
+        mode = query.get("mode", "PERSISTENT").strip().upper()
+        domains = {"PERSISTENT": ["persistent"], "NON_PERSISTENT": ["non-persistent"],
+                   "ALL": ["persistent", "non-persistent"]}.get(mode)
+        if domains is None:
+            return _error(400, f"mode = {query.get('mode')!r}: expected PERSISTENT, NON_PERSISTENT or ALL")
+        out: list[str] = []
+        for domain in domains:
+            topics = self._topics(tenant, ns, domain)
+            if isinstance(topics, tuple):
+                return topics
+            out += topics
+        return _json(out)
 
     def partitioned_list(self, query: dict[str, str], domain: str, tenant: str, ns: str) -> Response:
         topics = self._topics(tenant, ns, domain)

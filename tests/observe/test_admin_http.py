@@ -86,6 +86,13 @@ async def test_topic_lists_stats_and_partitioned_stats_answer_with_pulsars_json(
             assert await get(base + "/partitioned") == (200, [f"persistent://{NS}/p"])
             assert await get(base + "/p/partitions") == (200, {"partitions": 3})
             assert await get(base + "/t-0/partitions") == (200, {"partitions": 0})
+            ns_topics = obs.url + f"/admin/v2/namespaces/{NS}/topics"
+            assert await get(ns_topics) == await get(ns_topics + "?mode=ALL") == (200, sorted(plain + parts))
+            assert await get(ns_topics + "?mode=NON_PERSISTENT") == (200, [])
+            assert (await get(ns_topics + "?mode=SOME"))[0] == 400
+            rng = (await cluster.namespace_bundles(NS)).find_bundle(plain[0]).rsplit("/", 1)[1]
+            lookup = obs.url + f"/lookup/v2/topic/persistent/{NS}/t-0"
+            assert await get(lookup + "/bundle") == (200, rng.encode())   # pulsar-admin topics bundle-range
 
             # Pulsar's rates are the last stats period's means: 0 until a period has passed with the topic
             status, stats = await get(base + "/t-0/stats")
@@ -119,7 +126,6 @@ async def test_topic_lists_stats_and_partitioned_stats_answer_with_pulsars_json(
 
             # the broker-stats buffer (snapshot export) carries the same period means
             status, by_ns = await get(obs.url + f"/emulator/brokers/{owner}/admin/v2/broker-stats/topics")
-            rng = (await cluster.namespace_bundles(NS)).find_bundle(plain[0]).rsplit("/", 1)[1]
             assert by_ns[NS][rng]["persistent"][plain[0]]["msgRateIn"] == pytest.approx(30.0)
 
             # Pulsar's errors
