@@ -12,14 +12,17 @@ from typing import Any
 import anyio
 import pytest
 
+from emulator.cluster import load_manager as lm
 from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import HandleKind
+from emulator.model.config import ServiceConfig
 from emulator.observe.attach import observe
 from emulator.observe.topics_http import PULSAR_VERSION
 from emulator.runtime import run_external
 from emulator.testing import emulated_cluster
 
 NS = "acme/a"
+TRANSFER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder"
 TOPIC_STATS_KEYS = {
     "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter", "msgInCounter",
     "bytesOutCounter", "msgOutCounter", "averageMsgSize", "msgChunkPublished", "storageSize", "backlogSize",
@@ -56,12 +59,13 @@ async def get(url: str) -> tuple[int, Any]:
         return status, body
 
 
-async def put(cluster: Any, url: str, body: bytes | None = None) -> tuple[int, bytes]:
-    """A PUT whose answer needs emulated time (an unload closes topics, a split writes metadata): the
-    request runs in a plain thread while the virtual clock goes on, until it is answered."""
+async def put(cluster: Any, url: str, body: bytes | None = None, method: str = "PUT") -> tuple[int, bytes]:
+    """A request whose answer needs emulated time (an unload closes topics, a split writes metadata, an
+    Extensible lookup writes the channel): it runs in a plain thread while the virtual clock goes on,
+    until it is answered."""
     box: dict[str, tuple[int, dict[str, str], bytes]] = {}
-    thread = threading.Thread(target=lambda: box.update(r=call("PUT", url, body if body is not None else b"")),
-                              daemon=True)
+    data = body if body is not None else (b"" if method == "PUT" else None)
+    thread = threading.Thread(target=lambda: box.update(r=call(method, url, data)), daemon=True)
     thread.start()
     await cluster.wait_until(lambda: "r" in box, timeout="2h", poll=0.5, what="the PUT's answer")
     status, _, answer = box["r"]
@@ -206,4 +210,25 @@ async def test_unload_and_split_through_the_admin_paths_change_ownership_and_are
                                       "range_equally_divide", 204),
                               ("PUT", f"{NS}/unload", 204),
                               ("PUT", "public/default/0x00000000_0x10000000/unload", 204)]
+            assert cluster.system.failures == []
+
+
+@pytest.mark.asyncio
+async def test_under_the_extensible_manager_the_lookup_assigns_without_redirect_and_unload_transfers():
+    """ExtensibleLoadManagerImpl: any broker assigns through the channel, so the HTTP lookup answers the
+    owner at once; an admin unload with a destination transfers the bundle there."""
+    conf = ServiceConfig(load_manager_class_name=lm.EXTENSIBLE, load_balancer_load_shedding_strategy=TRANSFER)
+    async with emulated_cluster(3, seed=44, conf=conf, namespaces={NS: 4}) as cluster:
+        async with observe(cluster, metrics_port=0) as obs:
+            status, raw = await put(cluster, obs.url + f"/lookup/v2/topic/persistent/{NS}/t-1", method="GET")
+            bundle = (await cluster.namespace_bundles(NS)).find_bundle(f"persistent://{NS}/t-1")
+            owner = cluster.ownership()[bundle]
+            body = json.loads(raw)
+            assert status == 200 and body["brokerUrl"] == f"pulsar://{owner.split(':')[0]}:6650"
+            assert cluster.lookup_counts()["redirects"] == 0
+            other = next(b for b in cluster.live_brokers() if b != owner)
+            status, _ = await put(cluster, f"{obs.url}/admin/v2/namespaces/{NS}/{bundle.rsplit('/', 1)[1]}/unload"
+                                           f"?destinationBroker={other}")
+            assert status == 204
+            await cluster.wait_until(lambda: cluster.ownership().get(bundle) == other, timeout="1m")
             assert cluster.system.failures == []
