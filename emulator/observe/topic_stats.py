@@ -39,27 +39,32 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from emulator.model.bundles import topic_namespace
 from emulator.model.loaddata import NamespaceBundleStats
+from emulator.model.policies import LocalPolicies
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.broker import Broker
     from emulator.cluster.cluster import Cluster
 
-__all__ = ["broker_topic_rates", "list_topics", "loaded_topics", "partitioned_stats", "partitioned_topics",
-           "topic_stats_json"]
+__all__ = ["broker_topic_rates", "list_topics", "loaded_topics", "locate_topics", "partitioned_stats",
+           "partitioned_topics", "topic_stats_json"]
 
 _PARTITION = re.compile(r"(?P<base>.+)-partition-(?P<n>\d+)")
 _RATES = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
 
 
-def broker_topic_rates(broker: "Broker") -> dict[str, tuple[str, NamespaceBundleStats]]:
-    """topic -> (bundle, its stats) for the topics of `broker`'s active bundles, rates as the last stats
-    period's means (see the module docstring), counts of the instant."""
+def broker_topic_rates(broker: "Broker",
+                       only: set[str] | None = None) -> dict[str, tuple[str, NamespaceBundleStats]]:
+    """topic -> (bundle, its stats) for the topics of `broker`'s active bundles (of the bundles `only`,
+    when given), rates as the last stats period's means (see the module docstring), counts of the instant."""
     now = broker.now
     windows = getattr(broker, "windows", None)
     period = None if windows is None else windows.bundle_stats
     out: dict[str, tuple[str, NamespaceBundleStats]] = {}
-    for bundle in sorted(broker.owned):
+    for bundle in sorted(broker.owned if only is None else only & broker.owned.keys()):
         owned = broker.owned[bundle]
         if not owned.active or owned.actor is None or not owned.actor.topics:
             continue
@@ -83,15 +88,39 @@ def broker_topic_rates(broker: "Broker") -> dict[str, tuple[str, NamespaceBundle
     return out
 
 
-def loaded_topics(cluster: "Cluster") -> dict[str, str]:
-    """topic -> the live broker it is loaded on (an active bundle owned there)."""
-    out: dict[str, str] = {}
+def loaded_topics(cluster: "Cluster") -> dict[str, tuple[str, str]]:
+    """topic -> (the live broker it is loaded on, its bundle there: an active bundle owned there)."""
+    out: dict[str, tuple[str, str]] = {}
     for broker_id in cluster.live_brokers():
         b = cluster.brokers[broker_id]
-        for owned in b.owned.values():
+        for bundle, owned in b.owned.items():
             if owned.active and owned.actor is not None:
                 for topic in owned.actor.topics:
-                    out[topic] = broker_id
+                    out[topic] = (broker_id, bundle)
+    return out
+
+
+def locate_topics(cluster: "Cluster", names: list[str]) -> dict[str, tuple[str, str]]:
+    """name -> (broker, bundle) of those of `names` loaded on a live broker: each topic's bundle from its
+    namespace's ranges, then that bundle's live owner (no walk over every loaded topic)."""
+    out: dict[str, tuple[str, str]] = {}
+    layouts: dict[str, Any] = {}
+    live = [(b, cluster.brokers[b]) for b in cluster.live_brokers()]
+    for name in names:
+        namespace = topic_namespace(name)
+        if namespace not in layouts:
+            data = cluster.store.peek(f"/admin/local-policies/{namespace}")
+            layouts[namespace] = None if data is None else msgspec.json.decode(
+                data, type=LocalPolicies).to_namespace_bundles(namespace)
+        nb = layouts[namespace]
+        if nb is None:
+            continue
+        bundle = nb.find_bundle(name)
+        for broker_id, b in live:
+            owned = b.owned.get(bundle)
+            if owned is not None and owned.active and owned.actor is not None and name in owned.actor.topics:
+                out[name] = (broker_id, bundle)
+                break
     return out
 
 
@@ -100,7 +129,7 @@ def _domain(topic: str) -> str:
 
 
 def list_topics(cluster: "Cluster", namespace: str, domain: str,
-                loaded: dict[str, str] | None = None) -> list[str]:
+                loaded: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """`GET /admin/v2/<domain>/<tenant>/<ns>`: the namespace's topics of that domain, sorted."""
     loaded = loaded_topics(cluster) if loaded is None else loaded
     prefix = f"{domain}://{namespace}/"

@@ -170,18 +170,18 @@ class TopicViews:
 
     def _loaded_stats(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """TopicStats of those of `names` loaded on a live broker."""
-        owners = topic_stats.loaded_topics(self.cluster)
-        out: dict[str, dict[str, Any]] = {}
-        rates: dict[str, dict[str, Any]] = {}
+        loaded = topic_stats.locate_topics(self.cluster, names)
+        wanted: dict[str, set[str]] = {}          # broker -> the bundles of the topics asked
         for name in names:
-            owner = owners.get(name)
-            if owner is None:
-                continue
-            if owner not in rates:
-                rates[owner] = topic_stats.broker_topic_rates(self.cluster.brokers[owner])
-            found = rates[owner].get(name)
-            if found is not None:
-                out[name] = topic_stats.topic_stats_json(found[1], owner)
+            if name in loaded:
+                broker, bundle = loaded[name]
+                wanted.setdefault(broker, set()).add(bundle)
+        out: dict[str, dict[str, Any]] = {}
+        for broker, bundles in wanted.items():
+            rates = topic_stats.broker_topic_rates(self.cluster.brokers[broker], bundles)
+            for name in names:
+                if name in rates:
+                    out[name] = topic_stats.topic_stats_json(rates[name][1], broker)
         return out
 
     def stats(self, query: dict[str, str], domain: str, tenant: str, ns: str, topic: str) -> Response:
