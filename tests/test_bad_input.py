@@ -270,3 +270,10 @@ def test_a_strategy_pair_made_by_broker_conf_and_scenario_is_checked_up_front(tm
     path = conf(tmp_path, "loadBalancerLoadPlacementStrategy=AvgShedder\n")
     bad(capsys, ["run", scenario(tmp_path, ""), "--quiet", "--broker-conf", path], path,
         "loadBalancerLoadPlacementStrategy", "AvgShedder", "must be the shedding strategy too")
+
+
+def test_a_first_leader_that_is_not_a_broker_of_the_scenario(tmp_path, capsys):
+    """`emulator_first_leader` (a snapshot's leader, snapshot/settings.py) must name one of the brokers."""
+    path = scenario(tmp_path, "[cluster]\nbrokers = 2\n[settings]\nemulator_first_leader = 'broker-9:8080'\n" + TOPICS)
+    bad(capsys, ["run", path, "--duration", "1m"], "emulator_first_leader", "broker-9:8080",
+        "broker-1:8080, broker-2:8080")

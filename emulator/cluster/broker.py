@@ -204,6 +204,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         await self.policy_cache.watch()
         self.election_started = True
         try:
+            if self.conf.emulator_first_leader not in ("", self.broker_id):
+                await self._await_first_leader()
             await self._elect()
             self._start_windows()
             await self.load_manager.start()   # PulsarService.startLoadManagementService

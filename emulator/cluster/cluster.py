@@ -47,6 +47,13 @@ if TYPE_CHECKING:  # pragma: no cover
 STORE_NAME = "metadata-store"
 
 
+DEFAULT_NAMESPACE = "public/default"
+"""The namespace Pulsar's cluster initialisation creates (TopicName.PUBLIC_TENANT / DEFAULT_NAMESPACE)."""
+DEFAULT_NAMESPACE_BUNDLES = 16
+"""PulsarClusterMetadataSetup.DEFAULT_BUNDLE_NUMBER: its bundles when `--default-namespace-bundle-number`
+is not given."""
+
+
 class WaitTimeout(TimeoutError):
     """`Cluster.wait_until` gave up: what was awaited, for how long, and when (emulated seconds).
     `emulator.testing` turns it into a failure report naming the seed and the last decisions."""
@@ -195,6 +202,17 @@ class Cluster:
         await self._admin.set(paths.local_policies_path(namespace), msgspec.json.encode(
             LocalPolicies.from_namespace_bundles(nb, anti_affinity_group)))
         return nb
+
+    async def ensure_default_namespace(self) -> bool:
+        """`public/default` as Pulsar's cluster initialisation makes it (PulsarClusterMetadataSetup
+        .initializeCluster -> createNamespaceIfAbsent, DEFAULT_BUNDLE_NUMBER = 16 bundles), unless the
+        namespace exists. Written on first use (an HTTP lookup or admin call, a real client's lookup),
+        not at start: a namespace node the run never uses would still be read by every policy-cache
+        refresh and move a recorded run's timing. True if it was written now."""
+        if self.store.peek(paths.local_policies_path(DEFAULT_NAMESPACE)) is not None:
+            return False
+        await self.create_namespace(DEFAULT_NAMESPACE, DEFAULT_NAMESPACE_BUNDLES)
+        return True
 
     @property
     def policies(self) -> "PolicyAdmin":

@@ -19,7 +19,11 @@ from .broker_base import BrokerBase
 from .events import LeaderElected
 from .metadata_client import LockBusy, MetadataStoreError
 
-__all__ = ["LeaderBroker", "LeaderElection"]
+__all__ = ["FIRST_LEADER_WAIT", "LeaderBroker", "LeaderElection"]
+
+FIRST_LEADER_WAIT = 60.0
+"""Seconds a broker other than `emulator_first_leader` waits at start for a leader to exist before it
+elects anyway (the named broker may never start)."""
 
 
 class LeaderBroker(msgspec.Struct, rename="camel"):
@@ -33,6 +37,16 @@ class LeaderElection(BrokerBase):
     """This broker's side of the election (see the module docstring)."""
 
     web_url: str
+
+    async def _await_first_leader(self) -> None:
+        """`emulator_first_leader` (a replay's stated leader): a broker it does not name reads
+        /loadbalance/leader every second until some broker holds it (at most FIRST_LEADER_WAIT), so
+        the named broker, starting meanwhile, wins the cluster's first election. A broker that starts
+        when a leader exists reads it once. Never runs when the switch is unset."""
+        waited = 0.0
+        while waited < FIRST_LEADER_WAIT and await self.md.get(paths.LEADER) is None:
+            await anyio.sleep(1.0)
+            waited += 1.0
 
     async def _elect(self) -> None:
         """LeaderElectionImpl.elect(): create-if-absent on /loadbalance/leader, else follow the holder."""

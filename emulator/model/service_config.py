@@ -374,6 +374,11 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
         "True = every load report carries the traffic and host usage of its own instant (the emulator's "
         "old behaviour), with no stats period or host-usage sampling interval between traffic and the "
         "report. Pulsar: False (see emulator/cluster/stats_window.py).")] = False
+    emulator_first_leader: Annotated[str, switch(
+        "A broker id (`broker-3:8080`) that wins the cluster's first leader election: the other brokers "
+        "wait at start until some broker leads (at most 60 s) before they elect (a snapshot's replay: "
+        "the exported leader, which `snapshot to-scenario` writes). Pulsar: the first broker to create "
+        "/loadbalance/leader wins (\"\", the default).", quiet_default=True)] = ""
 
     def __post_init__(self) -> None:
         problems = [(d, d.problem(getattr(self, d.field))) for d in SETTINGS]
@@ -484,7 +489,8 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
 
     def to_properties(self) -> dict[str, str]:
         """Every key as broker.conf text (camelCase key -> value), parseable by `from_properties`."""
-        return {d.key: property_text(getattr(self, d.field)) for d in SETTINGS}
+        return {d.key: property_text(getattr(self, d.field)) for d in SETTINGS
+                if not (d.setting.quiet_default and getattr(self, d.field) == d.default_value())}
 
     @classmethod
     def for_profile(cls, name: str) -> ServiceConfig:

@@ -80,12 +80,16 @@ class Setting:
     """For a dynamic key: the values of the dynamic-config validator Pulsar registers for it."""
     sorted_set: bool = False
     """A Java TreeSet: its runtime view lists the values sorted."""
+    quiet_default: bool = False
+    """Left out of `ServiceConfig.to_properties` (run.json's config) while it holds its default: a switch
+    added after the recorded runs, whose run.json lists every key, so a run that does not set it records
+    the same bytes as before the switch existed."""
 
 
-def switch(doc: str) -> Setting:
+def switch(doc: str, *, quiet_default: bool = False) -> Setting:
     """An emulator-only switch: no Pulsar key (its key is its field name), set at start only; `doc` names
     the deviation from Pulsar it selects."""
-    return Setting(None, doc=doc, source="emulator")
+    return Setting(None, doc=doc, source="emulator", quiet_default=quiet_default)
 
 
 @dataclass(frozen=True)

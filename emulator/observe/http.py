@@ -3,15 +3,21 @@
 A stdlib `ThreadingHTTPServer` in a daemon thread, bound to 127.0.0.1 unless a host is given. Every
 request is answered ON THE EVENT LOOP'S THREAD (handed over with `call_soon_threadsafe`): the registry's
 collect and the views walk live actor state, which only that thread may read consistently, and on the
-virtual clock no emulated time passes while a request is served. Nothing here changes the cluster: no
-lookup acquires a bundle, no metadata operation is sent (the store is read with `peek`).
+virtual clock no emulated time passes while a request is served. The GET views change nothing (the store is
+read with `peek`); the writes and the HTTP lookup, listed at the end, are cluster operations.
 
-Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answers):
+Paths (GET; errors are `{"reason": "..."}` JSON as Pulsar's REST API answers):
 
 `/metrics`, `/metrics/`
     Prometheus text exposition of the cluster's registry (Pulsar serves it on the web port).
-`/admin/v2/clusters`
-    `["<cluster>"]`.
+`/admin/v2/clusters`, `/admin/v2/clusters/<cluster>`
+    `["<cluster>"]`; ClusterData (topics_http.py).
+`/admin/v2/brokers/health`, `/admin/v2/brokers/ready`, `/admin/v2/brokers/version`
+    `ok`, `ok` (500 while not started), the Pulsar release the emulator follows (topics_http.py).
+`/admin/v2/<persistent|non-persistent>/<tenant>/<ns>[/partitioned]`,
+`/admin/v2/<domain>/<tenant>/<ns>/<topic>/stats|partitioned-stats|partitions`
+    Topic lists, TopicStats (rates as the last stats period's means), PartitionedTopicStats,
+    PartitionedTopicMetadata (topics_http.py, topic_stats.py).
 `/admin/v2/brokers`, `/admin/v2/brokers/<cluster>`
     Active brokers: the sorted children of `/loadbalance/brokers` (`["broker-1:8080", ...]`).
 `/admin/v2/brokers/leaderBroker`
@@ -20,12 +26,14 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     `{bundle: {"broker_assignment": "shared", "is_controlled": false, "is_active": bool}}` from the
     ownership nodes that name `<broker>`.
 `/admin/v2/broker-stats/load-report?broker=<id>`, `/admin/v2/broker-stats/load-report/<id>`
-    The broker's latest LocalBrokerData (Pulsar's JSON, as generateLoadReport returns it). Without a
-    broker, the leader's (Pulsar answers for the broker you talk to; here one server speaks for all).
+    The broker's latest LocalBrokerData (Pulsar's JSON, as generateLoadReport returns it, with the keys
+    Jackson adds from getters: `bundleStats`, `maxResourceUsage`). Without a broker, the leader's
+    (Pulsar answers for the broker you talk to; here one server speaks for all).
 `/admin/v2/namespaces/<tenant>/<ns>/bundles`
     BundlesData `{"boundaries": ["0x00000000", ...], "numBundles": n}` from the namespace's policies.
 `/admin/v2/tenants`, `/admin/v2/namespaces/<tenant>`, `/admin/v2/namespaces/<tenant>/<ns>`
     Tenants, a tenant's namespaces, a namespace's Policies (pulsar_admin.py says how each is made).
+    `public/default` is always there (Pulsar's cluster initialisation makes it, 16 bundles).
 `/admin/v2/broker-stats/topics?broker=<id>`
     The broker's topic stats, `{namespace: {bundle range: {"persistent": {topic: TopicStats}}}}`
     (PulsarStats' JSON); without a broker, the leader's, as for the load report.
@@ -38,9 +46,6 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     The path as broker `<id>`'s own web service answers it. In Pulsar the load report, the topic stats and
     owned namespaces are per broker (each answers for itself on its own host); one emulator server speaks
     for every broker, so `snapshot export` reaches broker `<id>` under this prefix (404 if not live).
-`/lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>`
-    LookupData of the topic's current owner (`brokerUrl`, `httpUrl`, `nativeUrl`, ...). Read-only: an
-    unowned bundle is 404, never assigned.
 `/emulator/status`
     `{"cluster", "t", "clock", "leader", "brokers", "live_brokers"}`.
 `/emulator/ownership[?namespace=<tenant>/<ns>]`
@@ -56,9 +61,16 @@ Paths (GET only; errors are `{"reason": "..."}` JSON as Pulsar's REST API answer
     live broker runs the Extensible load manager.
 
 Placement policies (issue 16; GET, POST and DELETE, in policy_http.py): isolation policies, failure
-domains and anti-affinity groups at Pulsar's admin paths; and dynamic configuration (config_http.py).
-These are the server's only writes; they go through the cluster's admin operations, as pulsar-admin's
-calls go through a broker.
+domains and anti-affinity groups at Pulsar's admin paths; dynamic configuration (config_http.py); and
+(ops_http.py) `PUT /admin/v2/namespaces/<tenant>/<ns>/unload`, `.../<bundle>/unload` and
+`.../<bundle>/split`. These are the server's writes (the write guard checks them, the summary lists
+them); they go through the cluster's admin operations, as pulsar-admin's calls go through a broker.
+
+`GET /lookup/v2/topic/<persistent|non-persistent>/<tenant>/<ns>/<topic>[?authoritative=]` (ops_http.py)
+    LookupData (`brokerUrl`, `httpUrl`, `nativeUrl`, `brokerUrlSsl`) from the owner, or 307 to the next
+    broker's lookup URL (under `/emulator/brokers/<id>/`). Not read-only: as Pulsar's TopicLookupBase it
+    assigns an unowned bundle through the emulated lookup path; it is no admin write (any client may
+    look a topic up in Pulsar), so it needs no token and is not listed among the writes.
 """
 
 from __future__ import annotations
@@ -79,14 +91,17 @@ import msgspec
 import structlog
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from emulator.model.bundles import topic_namespace
+from emulator.cluster.cluster import DEFAULT_NAMESPACE, DEFAULT_NAMESPACE_BUNDLES
+from emulator.model.bundles import NamespaceBundles
 from emulator.model.policies import LocalPolicies
 
 from . import monitor as monitor_table
 from . import pulsar_admin
 from .config_http import DynamicConfigRoutes
 from .http_gate import GateClosed, GateFull, LoopGate
+from .ops_http import ClusterOpRoutes
 from .policy_http import PolicyRoutes
+from .topics_http import PULSAR_VERSION, TopicViews, default_namespace_exists
 from .write_guard import AdminWrite, WriteGuard
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,6 +113,8 @@ __all__ = ["AdminViews", "ObserveServer"]
 _JSON = "application/json"
 _TEXT = "text/plain; charset=utf-8"
 Response = tuple[int, str, bytes]
+Answer = tuple[int, str, bytes] | tuple[int, str, bytes, dict[str, str]]
+"""A Response, or one with extra headers (a lookup's 307 and its Location)."""
 _log = structlog.get_logger("observe.http")
 
 
@@ -122,8 +139,12 @@ class AdminViews:
     def __init__(self, cluster: "Cluster", metrics: "ClusterMetrics") -> None:
         self.cluster = cluster
         self.metrics = metrics
+        self.web_url = ""
+        """The server's own URL (ClusterData's serviceUrl), set when it is bound."""
         c = re.escape(cluster.name)
+        topics = TopicViews(cluster, lambda: self.web_url, lambda ns: default_namespace_exists(cluster, ns))
         self._routes: list[tuple[re.Pattern[str], Callable[..., Response]]] = [
+            *topics.routes(),   # topics, clusters/<cluster>, brokers/health|ready|version (topics_http.py)
             (re.compile(r"/metrics/?"), self.metrics_text),
             (re.compile(r"/admin/v2/clusters/?"), self.clusters),
             (re.compile(r"/admin/v2/brokers/leaderBroker/?"), self.leader_broker),
@@ -139,8 +160,6 @@ class AdminViews:
             (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/?"), self.tenant_namespaces),
             (re.compile(r"/admin/v2/namespaces/(?P<tenant>[^/]+)/(?P<ns>[^/]+)/?"), self.namespace_policies),
             (re.compile(r"/admin/v2/broker-stats/topics/?"), self.broker_topics),
-            (re.compile(r"/lookup/v2/topic/(?P<domain>persistent|non-persistent)/(?P<tenant>[^/]+)/"
-                        r"(?P<ns>[^/]+)/(?P<topic>.+)"), self.lookup),
             (re.compile(r"/emulator/status/?"), self.status),
             (re.compile(r"/emulator/ownership/?"), self.ownership),
             (re.compile(r"/emulator/metadata/children/?"), self.metadata_children),
@@ -206,9 +225,22 @@ class AdminViews:
         return _json(out)
 
     def load_report(self, query: dict[str, str], broker: str | None = None) -> Response:
-        """BrokerStatsBase.getLoadReport: the load manager's generateLoadReport(); null (Noop) is 204."""
+        """BrokerStatsBase.getLoadReport: the load manager's generateLoadReport(); null (Noop) is 204.
+
+        Jackson writes a LocalBrokerData's getters as well as its fields: `bundleStats` (getBundleStats,
+        the last stats) and `maxResourceUsage` (getMaxResourceUsage) are added here, and an empty
+        `brokerVersionString` is the emulated release (PULSAR_VERSION), as a broker's Maven version
+        never is empty. Only the served JSON: the report written to the store, which the leader reads,
+        stays as it was."""
         report = self._answering_broker(query, broker).load_manager.generate_load_report()
-        return (204, _JSON, b"") if report is None else _json(report)
+        if report is None:
+            return 204, _JSON, b""
+        out = msgspec.to_builtins(report)
+        if isinstance(out, dict) and "lastStats" in out:   # LocalBrokerData (Simple's LoadReport has none)
+            out["bundleStats"] = out["lastStats"]
+            out["maxResourceUsage"] = report.max_resource_usage()
+            out["brokerVersionString"] = out.get("brokerVersionString") or PULSAR_VERSION
+        return _json(out)
 
     def broker_topics(self, query: dict[str, str]) -> Response:
         return _json(pulsar_admin.broker_topic_stats(self._answering_broker(query)))
@@ -226,6 +258,8 @@ class AdminViews:
 
     def _policies(self, namespace: str) -> LocalPolicies:
         data = self.cluster.store.peek(f"/admin/local-policies/{namespace}")
+        if data is None and namespace == DEFAULT_NAMESPACE:   # as Pulsar's initialisation makes it
+            return LocalPolicies.from_namespace_bundles(NamespaceBundles.default(namespace, DEFAULT_NAMESPACE_BUNDLES))
         if data is None:
             raise _NotFound(f"Namespace {namespace} does not exist")
         return msgspec.json.decode(data, type=LocalPolicies)
@@ -251,18 +285,6 @@ class AdminViews:
     def _check_cluster(self, cluster: str) -> None:
         if cluster != self.cluster.name:
             raise _NotFound(f"Cluster {cluster} does not exist.")
-
-    def lookup(self, query: dict[str, str], domain: str, tenant: str, ns: str, topic: str) -> Response:
-        name = f"{domain}://{tenant}/{ns}/{topic}"
-        namespace = topic_namespace(name)
-        bundle = self._policies(namespace).to_namespace_bundles(namespace).find_bundle(name)
-        data = self.cluster.store.peek(f"/namespace/{bundle}")
-        if data is None:
-            raise _NotFound(f"Bundle {bundle} of {name} is not owned (read-only view: no assignment)")
-        node = msgspec.json.decode(data)
-        return _json({"brokerUrl": node.get("nativeUrl", ""), "brokerUrlTls": node.get("nativeUrlTls", ""),
-                      "httpUrl": node.get("httpUrl", ""), "httpUrlTls": node.get("httpUrlTls", ""),
-                      "nativeUrl": node.get("nativeUrl", "")})
 
     # ------------------------------------------------------------------ emulator views
 
@@ -409,6 +431,7 @@ class ObserveServer:
         self.views = AdminViews(cluster, metrics)
         self.policy_routes = PolicyRoutes(cluster)   # the writable policy paths (policy_http.py)
         self.config_routes = DynamicConfigRoutes(cluster)   # dynamic configuration (config_http.py)
+        self.op_routes = ClusterOpRoutes(cluster, lambda: self.url)   # unload, split, lookup (ops_http.py)
         self.host = host
         self.port = port
         self.request_timeout = request_timeout
@@ -437,6 +460,7 @@ class ObserveServer:
         server = _Server((self.host, self.port), self._handler_class(), self.max_connections)
         self._server = server
         self.port = server.server_address[1]
+        self.views.web_url = self.url
         self.guard = WriteGuard(self.host, self.port, self.admin_token)
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"observe-http-{self.port}", daemon=True)
@@ -461,6 +485,9 @@ class ObserveServer:
         """The methods `raw_path` answers (the `Allow` header of 405 and OPTIONS)."""
         if self.policy_routes.match(raw_path) is not None:
             return "GET, HEAD, POST, DELETE, OPTIONS"
+        ops = self.op_routes.allow(raw_path)
+        if ops is not None:
+            return ops
         args = self.config_routes.match(raw_path)
         if args is not None:
             if args["key"] in (None, "values", "runtime") and args["value"] is None:
@@ -468,14 +495,16 @@ class ObserveServer:
             return "POST, OPTIONS" if args["value"] is not None else "DELETE, OPTIONS"
         return _READ_ONLY_ALLOW
 
-    def _routes(self, raw_path: str) -> PolicyRoutes | DynamicConfigRoutes | None:
+    def _routes(self, raw_path: str) -> PolicyRoutes | DynamicConfigRoutes | ClusterOpRoutes | None:
+        if self.op_routes.match(raw_path) is not None:
+            return self.op_routes
         if self.policy_routes.match(raw_path) is not None:
             return self.policy_routes
         if self.config_routes.match(raw_path) is not None:
             return self.config_routes
         return None
 
-    def answer(self, method: str, raw_path: str, body: bytes) -> Response:
+    def answer(self, method: str, raw_path: str, body: bytes) -> Answer:
         """The answer to a parsed request (GET for HEAD), from the loop through the gate."""
         gate = self.gate
         if gate is None or self._stopping:
@@ -483,8 +512,8 @@ class ObserveServer:
         routes = self._routes(raw_path)
         if routes is None and method != "GET":
             return _error(405, f"{method} {urllib.parse.urlsplit(raw_path).path}: read-only view "
-                               f"(allowed: {_READ_ONLY_ALLOW}; writes: the placement-policy and "
-                               "dynamic-configuration paths)")
+                               f"(allowed: {_READ_ONLY_ALLOW}; writes: the placement-policy, "
+                               "dynamic-configuration, unload and split paths)")
         try:
             if routes is None:
                 future = gate.read(raw_path, lambda: self.views.handle(raw_path))
@@ -497,8 +526,8 @@ class ObserveServer:
         except GateClosed:
             raise _LoopGone() from None
 
-    async def _route(self, routes: PolicyRoutes | DynamicConfigRoutes, method: str, raw_path: str,
-                     body: bytes) -> Response:
+    async def _route(self, routes: PolicyRoutes | DynamicConfigRoutes | ClusterOpRoutes, method: str,
+                     raw_path: str, body: bytes) -> Answer:
         """On the loop: a writable route's answer; an accepted write is logged."""
         t = self.cluster.system.clock.now()
         answer = await routes.handle(method, raw_path, body)
@@ -577,7 +606,9 @@ def _handler_for(outer: ObserveServer) -> type[http.server.BaseHTTPRequestHandle
             except Exception as e:  # a view failed: say so, keep serving
                 answer = _error(500, f"{type(e).__name__}: {e}")
             extra = {"Allow": outer.allow(path)} if answer[0] == 405 else {}
-            self._reply(answer, extra, head=method == "HEAD")
+            if len(answer) == 4:   # a redirect's Location (ops_http.py)
+                extra.update(answer[3])
+            self._reply(answer[:3], extra, head=method == "HEAD")
 
         def _read_body(self) -> bytes | None:
             """The request's body, strictly framed; None when an error has been answered instead."""

@@ -27,7 +27,8 @@ from typing import Any, Awaitable, Callable
 
 __all__ = ["GateClosed", "GateFull", "LoopGate"]
 
-Response = tuple[int, str, bytes]
+Response = tuple[int, str, bytes] | tuple[int, str, bytes, dict[str, str]]
+"""Status, content type, body (and a redirect's extra headers)."""
 
 
 class GateClosed(Exception):

@@ -11,8 +11,8 @@ after the Pulsar code that produces the same document:
   `PulsarStats.updateStats`'s buffer: `{namespace: {bundle range: {"persistent": {topic: stats},
   "non-persistent": {...}}}}` of the topics loaded on the broker answering, each topic's object as
   `PersistentTopic.updateRates` writes it (publishers, replication, subscriptions, producerCount,
-  averageMsgSize, msgRateIn/Out, msgThroughputIn/Out). Choices: the rates are those of the instant
-  asked (Pulsar's are the means of its last 60 s stats period; equal for steady traffic); every
+  averageMsgSize, msgRateIn/Out, msgThroughputIn/Out). The rates are the means of the broker's last
+  stats period, as Pulsar's buffer holds them (topic_stats.py `broker_topic_rates` says how); every
   emulated consumer reads everything on its own subscription, so a topic with N consumers shows N
   Exclusive subscriptions `sub-0` .. `sub-{N-1}` of one consumer each; a topic's producers share its
   rate evenly; counters the emulator does not keep (storage, backlog, message counts) are left out.
@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from emulator.cluster.cluster import DEFAULT_NAMESPACE
 from emulator.model.loaddata import NamespaceBundleStats
 from emulator.model.policies import LocalPolicies
+
+from .topic_stats import broker_topic_rates
 
 if TYPE_CHECKING:  # pragma: no cover
     from emulator.cluster.broker import Broker
@@ -32,18 +35,23 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["broker_topic_stats", "namespace_policies", "tenant_namespaces", "tenants"]
 
 _LOCAL_POLICIES = "/admin/local-policies"
+_PUBLIC = DEFAULT_NAMESPACE.split("/", 1)[0]
 
 
 def tenants(cluster: "Cluster") -> list[str]:
-    """TenantsBase.getTenants: the tenants (here: those with a namespace), sorted."""
-    return sorted(cluster.store.peek_children(_LOCAL_POLICIES))
+    """TenantsBase.getTenants: the tenants (here: those with a namespace, and `public`, whose
+    `public/default` Pulsar's cluster initialisation makes: `Cluster.ensure_default_namespace`), sorted."""
+    return sorted({*cluster.store.peek_children(_LOCAL_POLICIES), _PUBLIC})
 
 
 def tenant_namespaces(cluster: "Cluster", tenant: str) -> list[str] | None:
     """NamespacesBase.getTenantNamespaces: `["tenant/ns", ...]`, or None for an unknown tenant."""
     if tenant not in tenants(cluster):
         return None
-    return [f"{tenant}/{ns}" for ns in sorted(cluster.store.peek_children(f"{_LOCAL_POLICIES}/{tenant}"))]
+    names = set(cluster.store.peek_children(f"{_LOCAL_POLICIES}/{tenant}"))
+    if tenant == _PUBLIC:
+        names.add(DEFAULT_NAMESPACE.split("/", 1)[1])
+    return [f"{tenant}/{ns}" for ns in sorted(names)]
 
 
 def namespace_policies(cluster_name: str, namespace: str, local: LocalPolicies) -> dict[str, Any]:
@@ -99,18 +107,10 @@ def _topic_json(s: NamespaceBundleStats) -> dict[str, Any]:
 
 def broker_topic_stats(broker: "Broker") -> dict[str, Any]:
     """GET /admin/v2/broker-stats/topics as `broker` answers it: the topics of its active bundles."""
-    now = broker.now
     out: dict[str, Any] = {}
-    for bundle in sorted(broker.owned):
-        owned = broker.owned[bundle]
-        if not owned.active or owned.actor is None or not owned.actor.topics:
-            continue
-        topics = owned.actor.topics
-        # one topic per "bundle" gives per-topic sums (as Broker._topic_stats does for the splitters)
-        stats = broker.load_source.bundle_stats(broker.broker_id, now, {t: {t: load} for t, load in topics.items()})
+    for topic, (bundle, stats) in broker_topic_rates(broker).items():
         namespace, bundle_range = bundle.rsplit("/", 1)
         section = out.setdefault(namespace, {}).setdefault(bundle_range, {"persistent": {}})
-        for topic in sorted(topics):
-            domain = "non-persistent" if topic.startswith("non-persistent://") else "persistent"
-            section.setdefault(domain, {})[topic] = _topic_json(stats[topic])
+        domain = "non-persistent" if topic.startswith("non-persistent://") else "persistent"
+        section.setdefault(domain, {})[topic] = _topic_json(stats)
     return out

@@ -6,6 +6,9 @@ The calls are those `pulsar-admin` makes (pulsar-client-admin `BrokersImpl`, `Br
     GET /admin/v2/clusters                                   the cluster (or --cluster when several)
     GET /admin/v2/brokers/{cluster}                          active brokers
     GET /admin/v2/brokers/leaderBroker                       the load-manager leader
+    GET /admin/v2/brokers/configuration/runtime              the brokers' configuration (every key as
+                                                             String.valueOf renders it; to-scenario's
+                                                             [settings])
     per broker, on that broker's own web service:
       GET /admin/v2/broker-stats/load-report                 its LocalBrokerData
       GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces   its bundles
@@ -46,7 +49,9 @@ __all__ = ["ExportError", "export"]
 EMULATOR_BROKER_URL = "{url}/emulator/brokers/{broker}"
 PULSAR_BROKER_URL = "http://{broker}"
 _OPTIONAL: dict[str, tuple[int, ...]] = {"isolation_policies": (404,), "anti_affinity": (204, 404),
-                                         "leader": (404,)}
+                                         "leader": (404,), "runtime_config": (401, 403, 404)}
+"""Answers recorded as "nothing set"; the runtime configuration needs super-user access on a Pulsar
+broker with authorization (401/403): without it the scenario keeps the emulator's defaults."""
 _TEXT_KINDS = ("anti_affinity",)
 
 
@@ -168,6 +173,7 @@ def export(url: str, out_dir: str | os.PathLike[str], *, cluster: str | None = N
     brokers_url = f"{base}/admin/v2/brokers/{q(cluster)}"
     brokers = _list_of_str(ex.get("brokers", brokers_url), brokers_url)
     ex.get("leader", f"{base}/admin/v2/brokers/leaderBroker")
+    ex.get("runtime_config", f"{base}/admin/v2/brokers/configuration/runtime")
 
     template = broker_url or (EMULATOR_BROKER_URL if _is_emulator(client, base) else PULSAR_BROKER_URL)
     hint = "" if broker_url else "; if brokers are not reachable at their ids from here, give --broker-url"

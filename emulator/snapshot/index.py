@@ -24,7 +24,7 @@ INDEX = "index.json"
 
 CallKind = Literal["clusters", "brokers", "leader", "load_report", "owned_namespaces", "broker_topics",
                    "tenants", "namespaces", "policies", "bundles", "anti_affinity", "isolation_policies",
-                   "failure_domains"]
+                   "failure_domains", "runtime_config"]
 
 
 class Call(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):

@@ -20,8 +20,17 @@ What each part of the scenario is made from:
   subscriptions that have a consumer (what reproduces msgRateOut for subscriptions that keep up).
   A partition is a topic of its own name. No pattern, no noise: the traffic stays as it was.
 * `[[isolation_policies]]` and `[[failure_domains]]` from the cluster's NamespaceIsolationData map and
-  failure domains, when any; `[settings] failureDomainsEnabled = true` with failure domains (the admin
-  API does not say whether the brokers enable them; a domain is only worth exporting if they do).
+  failure domains, when any.
+* `[settings]`: the cluster's own load-balancing configuration from its runtime configuration (settings.py:
+  the keys that differ from the emulator's defaults, and always the load manager, shedder and placement),
+  so a replay runs with the cluster's shedder, thresholds and split settings. A snapshot without it (an
+  older export, or a broker that refused the call) says `failureDomainsEnabled = true` with failure
+  domains, as before (a domain is only worth exporting if the brokers enable them).
+* The leader (`/admin/v2/brokers/leaderBroker`) is named in the description and written as `[settings]
+  emulator_first_leader`, so it wins the replay's first election (an emulator switch: in Pulsar the first
+  broker to create the leader node wins; which one that is depends on start-up order, not on a key).
+* A namespace with no topic and no owned bundle is left out (Pulsar's `public/default` as the cluster's
+  initialisation leaves it): `[initial]` would place its bundles, which had no owner.
 
 Problems are `SnapshotError`s of one line naming the file (and the key) that is wrong.
 """
@@ -39,6 +48,7 @@ import msgspec
 from emulator.model.policies import BundlesData
 
 from .index import FORMAT, INDEX, SnapshotIndex
+from .settings import settings_from_runtime
 
 __all__ = ["Snapshot", "SnapshotError", "read_snapshot", "scenario_dict", "to_toml"]
 
@@ -117,6 +127,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     anti_affinity: dict[str, str] = {}
     isolation: dict[str, _Isolation] = {}
     failure_domains: dict[str, _Domain] = {}
+    runtime: dict[str, str] = {}
+    """The runtime configuration (key -> String.valueOf), when the export could read it."""
 
 
 # ------------------------------------------------------------------ reading the folder
@@ -184,6 +196,8 @@ def read_snapshot(folder: str | os.PathLike[str]) -> Snapshot:
             snap.isolation = load(call, dict[str, _Isolation])
         elif kind == "failure_domains":
             snap.failure_domains = load(call, dict[str, _Domain])
+        elif kind == "runtime_config":
+            snap.runtime = load(call, dict[str, str])
     if not seen_brokers or not snap.brokers:
         raise SnapshotError(f"{index_path}: the snapshot lists no active broker")
     return snap
@@ -249,9 +263,16 @@ def scenario_dict(snap: Snapshot, *, name: str | None = None, duration: str = "3
 
     namespaces: list[dict[str, Any]] = []
     initial: list[dict[str, Any]] = []
+    with_topics = {parts[1] for parts in map(_split_topic, snap.topics) if parts is not None}
+    owned = {bundle.rsplit("/", 1)[0] for bundle, owner in snap.owners.items() if owner in brokers}
     for ns in sorted(set(snap.namespaces) | set(snap.bundles)):
         if not _NAMESPACE.match(ns):
             skipped.append(f"namespace {ns}: not a tenant/namespace name the emulator models")
+            continue
+        if ns not in with_topics and ns not in owned:
+            if ns != "public/default":   # every cluster has it, most leave it empty: not worth a line
+                skipped.append(f"namespace {ns}: no topic and no owned bundle; left out, as the replay's "
+                               "[initial] would give its bundles owners")
             continue
         bounds = snap.bundles.get(ns)
         entry: dict[str, Any] = {"name": ns}
@@ -300,8 +321,14 @@ def scenario_dict(snap: Snapshot, *, name: str | None = None, duration: str = "3
         },
         "cluster": cluster_table,
     }
-    if snap.failure_domains:
-        out["settings"] = {"failureDomainsEnabled": True}
+    settings, unparsed = settings_from_runtime(snap.runtime)
+    skipped.extend(unparsed)
+    if snap.failure_domains and "failureDomainsEnabled" not in snap.runtime:
+        settings["failureDomainsEnabled"] = True
+    if snap.leader in brokers:
+        settings["emulator_first_leader"] = snap.leader
+    if settings:
+        out["settings"] = dict(sorted(settings.items()))
     out["namespaces"] = namespaces
     if initial:
         out["initial"] = {"namespaces": initial}

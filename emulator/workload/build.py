@@ -86,6 +86,10 @@ def service_config(scenario: Scenario, base: ServiceConfig | None = None,
         check_strategies(conf.load_balancer_load_placement_strategy,
                          conf.load_balancer_load_shedding_strategy, fail,
                          extensible=conf.load_manager_class_name == EXTENSIBLE)
+    first = conf.emulator_first_leader
+    if first and first not in scenario.cluster.broker_ids:   # a snapshot's leader: one of its brokers
+        raise ConfigError(f"{source}: emulator_first_leader = {first!r}: not one of the scenario's brokers "
+                          f"({', '.join(scenario.cluster.broker_ids)})")
     return msgspec.structs.replace(conf)
 
 

@@ -13,12 +13,22 @@ import pytest
 from emulator.model.loaddata import LocalBrokerData
 from emulator.observe.attach import observe
 from emulator.observe.http import ObserveServer
+from emulator.observe.topics_http import PULSAR_VERSION
 from emulator.observe.metrics import ClusterMetrics
 from emulator.observe.monitor import broker_rows, format_broker_table, monitor
 from emulator.runtime import run_external
 from emulator.testing import emulated_cluster
 
 NS = "public/default"
+LOCAL_BROKER_DATA_KEYS = {
+    "webServiceUrl", "webServiceUrlTls", "pulsarServiceUrl", "pulsarServiceUrlTls", "persistentTopicsEnabled",
+    "nonPersistentTopicsEnabled", "cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut", "msgRateIn",
+    "msgRateOut", "msgThroughputIn", "msgThroughputOut", "numTopics", "numBundles", "numConsumers", "numProducers",
+    "bundles", "lastBundleGains", "lastBundleLosses", "lastStats", "lastUpdate", "brokerVersionString",
+    "loadManagerClassName", "startTimestamp", "protocols", "advertisedListeners", "loadReportType",
+    "bundleStats", "maxResourceUsage"}
+"""LocalBrokerData's fields and Jackson's getter-derived keys (getBundleStats, getMaxResourceUsage,
+getLoadReportType), as Pulsar 3.x serves GET /admin/v2/broker-stats/load-report."""
 
 
 def get(url: str) -> tuple[int, str, bytes]:
@@ -35,6 +45,17 @@ def post(url: str) -> int:
     except urllib.error.HTTPError as e:
         return e.code
     return 200
+
+
+def get_no_redirect(url: str) -> tuple[int, dict[str, str], bytes]:
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+    try:
+        with urllib.request.build_opener(Stay).open(url, timeout=10) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
 
 
 async def fetch(url: str) -> tuple[int, str, bytes]:
@@ -71,8 +92,14 @@ async def test_metrics_and_admin_views_show_the_clusters_state():
                          f"/admin/v2/broker-stats/load-report/{broker}"):
                 status, _, body = await fetch(base + path)
                 report = msgspec.json.decode(body, type=LocalBrokerData)
-                assert report == cluster.brokers[broker].local_data
+                mine = cluster.brokers[broker].local_data
+                assert report == msgspec.structs.replace(mine, broker_version_string=PULSAR_VERSION)
                 assert b'"bandwidthIn":{"usage"' in body and b'"msgRateIn"' in body   # Pulsar's JSON
+                doc = json.loads(body)   # every key Jackson writes for a LocalBrokerData (getters too)
+                assert set(doc) == LOCAL_BROKER_DATA_KEYS
+                assert doc["bundleStats"] == doc["lastStats"]
+                assert doc["maxResourceUsage"] == mine.max_resource_usage() > 0
+                assert doc["brokerVersionString"] == PULSAR_VERSION and mine.broker_version_string == ""
             status, _, body = await fetch(base + "/admin/v2/broker-stats/load-report/nobody:8080")
             assert status == 404 and "not a live broker" in json.loads(body)["reason"]
 
@@ -123,14 +150,36 @@ async def test_metrics_and_admin_views_show_the_clusters_state():
 
 
 @pytest.mark.asyncio
-async def test_lookup_view_never_assigns_an_unowned_bundle():
-    async with emulated_cluster(2, seed=22, namespaces={NS: 4}) as cluster:
+async def test_http_lookup_assigns_an_unowned_bundle_through_pulsars_redirects():
+    """TopicLookupBase: a follower answers 307 to the leader's lookup URL (authoritative=false); the
+    leader selects an owner and answers 307 to it with authoritative=true (or Connect if it chose
+    itself); the owner acquires the bundle and answers LookupData. Through the emulated lookup path:
+    its counters move."""
+    async with emulated_cluster(3, seed=22, namespaces={NS: 4}) as cluster:
         async with observe(cluster, metrics_port=0) as obs:
-            before = cluster.ownership()
-            status, _, body = await fetch(obs.url + "/lookup/v2/topic/persistent/public/default/unowned")
-            assert status == 404 and "no assignment" in json.loads(body)["reason"]
-            assert cluster.ownership() == before == {}
-            assert sum(b.stats.lookups for b in cluster.brokers.values()) == 0
+            path = "/lookup/v2/topic/persistent/public/default/unowned"
+            leader = cluster.leader()
+            follower = next(b for b in cluster.live_brokers() if b != leader)
+            assert cluster.ownership() == {}
+            status, headers, body = await run_external(get_no_redirect,
+                                                       f"{obs.url}/emulator/brokers/{follower}{path}")
+            assert status == 307 and body == b""
+            assert headers["Location"] == f"{obs.url}/emulator/brokers/{leader}{path}?authoritative=false"
+            assert cluster.ownership() == {}                      # a redirect acquires nothing
+            status, _, body = await fetch(headers["Location"])   # urllib follows the next 307, if any
+            bundle = (await cluster.namespace_bundles(NS)).find_bundle("persistent://public/default/unowned")
+            owner = cluster.ownership()[bundle]
+            assert status == 200 and json.loads(body) == {
+                "brokerUrl": f"pulsar://{owner.split(':')[0]}:6650", "httpUrl": f"http://{owner}",
+                "nativeUrl": f"pulsar://{owner.split(':')[0]}:6650", "brokerUrlSsl": ""}
+            counts = cluster.lookup_counts()
+            assert counts["redirects"] == (1 if owner == leader else 2)
+            assert counts["lookups"] == counts["redirects"] + 1
+            status, _, body = await fetch(obs.url + path)          # owned now: answered with the owner
+            assert status == 200 and json.loads(body)["httpUrl"] == f"http://{owner}"
+
+            status, _, body = await fetch(obs.url + "/lookup/v2/topic/persistent/public/nothing/t")
+            assert status == 404 and json.loads(body) == {"reason": "Policies not found for public/nothing namespace"}
 
 
 @pytest.mark.asyncio

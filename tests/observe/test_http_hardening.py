@@ -107,6 +107,59 @@ async def test_malformed_requests_are_answered_with_their_status_and_no_tracebac
 
 
 @pytest.mark.asyncio
+async def test_bad_admin_requests_get_pulsars_status_and_reason_and_no_traceback(capfd):
+    """Unknown topic or namespace, bad bundle range, wrong method, bad split arguments (issue 29): each
+    answered as Pulsar answers it, `{"reason": ...}`, nothing changed, no failure, no traceback."""
+    ns = "acme/a"
+    async with emulated_cluster(3, seed=35, namespaces={ns: 4}) as cluster:
+        async with observe(cluster, metrics_port=0) as obs:
+            port = obs.server.port
+            client = cluster.add_client()
+            client.create_handles([f"persistent://{ns}/t-{i}" for i in range(8)])
+            await cluster.wait_until(lambda: client.connected_count() == 8)
+            owners = cluster.ownership()
+            owned = next(b for b in owners if b.startswith(ns)).rsplit("/", 1)[1]
+            base = f"/admin/v2/namespaces/{ns}"
+            cases = [
+                ("GET", f"/admin/v2/persistent/{ns}/nope/stats", 404, f"Topic persistent://{ns}/nope not found"),
+                ("GET", "/admin/v2/persistent/acme/none", 404, "Namespace does not exist"),
+                ("GET", "/admin/v2/persistent/acme/none/t/stats", 404, "Namespace does not exist"),
+                ("GET", "/admin/v2/clusters/elsewhere", 404, "Cluster does not exist"),
+                ("GET", "/lookup/v2/topic/persistent/acme/none/t", 404, "Policies not found for acme/none namespace"),
+                ("PUT", "/admin/v2/namespaces/acme/none/unload", 404, "Namespace does not exist"),
+                ("PUT", f"{base}/nonsense/unload", 412, "Invalid bundle range: nonsense"),
+                ("PUT", f"{base}/0x00000000_0xzz/unload", 412, "Invalid bundle range: 0x00000000_0xzz"),
+                ("PUT", f"{base}/0x00000000_0x20000000/split", 412, "Invalid bundle range: 0x00000000_0x20000000"),
+                ("PUT", f"{base}/{owned}/unload?destinationBroker=nobody:8080", 500,
+                 "Not allowed unload namespace bundle to inactive destination broker"),
+                ("PUT", f"{base}/{owned}/split?splitAlgorithmName=halves", 412,
+                 "Unsupported namespace bundle split algorithm, supported algorithms are [range_equally_divide"),
+                ("PUT", f"{base}/{owned}/split?splitAlgorithmName=specified_positions_divide", 412,
+                 "With specified_positions_divide split algorithm, splitBoundaries must not be empty"),
+                ("PUT", "/admin/v2/namespaces/public/default/0x00000000_0x10000000/split", 412,
+                 "Failed to find ownership for ServiceUnit:public/default/0x00000000_0x10000000"),
+                ("GET", f"{base}/{owned}/unload", 405, "expected PUT"),
+                ("DELETE", f"{base}/{owned}/split", 405, "expected PUT"),
+                ("POST", f"/admin/v2/persistent/{ns}", 405, "read-only view"),
+                ("PUT", "/lookup/v2/topic/persistent/acme/a/t-0", 405, "expected GET"),
+            ]
+            for method, path, want, reason in cases:
+                status, headers, body = await ask(port, request(method, path, port))
+                assert status == want, (method, path, body)
+                assert reason in json.loads(body)["reason"], (method, path, body)
+                if want == 405:
+                    assert headers["allow"] in ("PUT, OPTIONS", "GET, HEAD, OPTIONS"), (method, path)
+            status, _, body = await ask(port, request("PUT", f"{base}/{owned}/split", port, body=b"[1, 2"))
+            assert status == 400 and "splitBoundaries" in json.loads(body)["reason"]
+            # a write from another origin is refused before it reaches the cluster
+            status, _, _ = await ask(port, request("PUT", f"{base}/{owned}/unload", port,
+                                                   {"Origin": "http://evil.example"}))
+            assert status == 403
+            assert cluster.ownership() == owners and obs.admin_writes == [] and cluster.system.failures == []
+    assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.asyncio
 async def test_foreign_origin_and_rebinding_host_are_refused_and_accepted_writes_are_listed():
     async with emulated_cluster(2, seed=32, namespaces={NS: 2}) as cluster:
         async with observe(cluster, metrics_port=0) as obs:

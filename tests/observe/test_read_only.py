@@ -56,9 +56,18 @@ def _views(cluster: Any) -> list[str]:
         tenant = ns.split("/")[0]
         paths += [f"/admin/v2/namespaces/{tenant}", f"/admin/v2/namespaces/{ns}",
                   f"/admin/v2/namespaces/{ns}/bundles", f"/emulator/ownership?namespace={ns}"]
+    paths += ["/admin/v2/brokers/health", "/admin/v2/brokers/ready", "/admin/v2/brokers/version",
+              f"/admin/v2/clusters/{name}", "/admin/v2/namespaces/public/default",
+              "/admin/v2/persistent/public/default"]
+    for ns in sorted({bundle.split("/0x")[0] for bundle in cluster.ownership()}):
+        paths += [f"/admin/v2/persistent/{ns}", f"/admin/v2/persistent/{ns}/partitioned",
+                  f"/admin/v2/non-persistent/{ns}"]
+    # topic stats (not the HTTP lookup: it assigns bundles, as Pulsar's does: ops_http.py)
     topics = sorted({h.topic for c in cluster.clients.values() for h in c.handles.values()})
     for topic in topics[:: max(1, len(topics) // 20)]:
-        paths.append("/lookup/v2/topic/" + topic.replace("://", "/"))
+        local = topic.replace("://", "/")
+        paths += [f"/admin/v2/{local}/stats", f"/admin/v2/{local}/partitions",
+                  f"/admin/v2/{local}/partitioned-stats"]
     return paths
 
 

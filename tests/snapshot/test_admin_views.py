@@ -6,6 +6,7 @@ import json
 import urllib.error
 import urllib.request
 
+import anyio
 import pytest
 
 from emulator.cluster.messages import HandleKind
@@ -39,6 +40,12 @@ async def test_tenants_namespaces_policies_topic_stats_and_cluster_policies():
             client.create_handles(topics, HandleKind.CONSUMER)
             await cluster.wait_until(lambda: client.connected_count() == 24)
             base = obs.url
+            b = cluster.live_brokers()[0]
+            status, stats = await fetch(f"{base}/admin/v2/broker-stats/topics?broker={b}")
+            # Pulsar's rates are the last stats period's: 0 for topics loaded since the last update
+            assert all(s["msgRateIn"] == 0.0 for bundles in stats.values() for domains in bundles.values()
+                       for s in domains["persistent"].values())
+            await anyio.sleep(125)    # two stats updates (statsUpdateFrequencyInSecs = 60) later
 
             assert await fetch(base + "/admin/v2/tenants") == (200, ["acme", "public"])
             assert await fetch(base + "/admin/v2/namespaces/public") == (200, ["public/default"])

@@ -17,14 +17,21 @@ import pytest
 
 from emulator.cli import main
 from emulator.cluster.events import InitialState
+from emulator.model.dynamic_config import runtime_configuration
 from emulator.model.loaddata import LocalBrokerData
+from emulator.model.service_config import ServiceConfig
 from emulator.observe.attach import observe
+from emulator.observe.topics_http import PULSAR_VERSION
 from emulator.runtime import run_external
 from emulator.snapshot.export import export
 from emulator.snapshot.to_scenario import read_snapshot, scenario_dict, to_toml
 from emulator.workload import loader
 from tests.workload.harness import observed
 
+SOURCE_SETTINGS = {"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
+                   "loadBalancerBrokerOverloadedThresholdPercentage": 90, "loadBalancerNamespaceBundleMaxTopics": 500,
+                   "defaultNamespaceBundleSplitAlgorithm": "topic_count_equally_divide"}
+MODULAR = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
 SAMPLE = Path(__file__).resolve().parents[2] / "emulator" / "snapshot" / "sample"
 
 SOURCE = """
@@ -35,6 +42,11 @@ duration = "1h"
 seed = 5
 [cluster]
 brokers = 3
+[settings]
+loadBalancerLoadSheddingStrategy = "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder"
+loadBalancerBrokerOverloadedThresholdPercentage = 90
+loadBalancerNamespaceBundleMaxTopics = 500
+defaultNamespaceBundleSplitAlgorithm = "topic_count_equally_divide"
 [cluster.overrides]
 broker-3 = { cores = 4, nic_gbps = 25, heap_mb = 4096 }
 [[namespaces]]
@@ -92,7 +104,8 @@ async def take_snapshot(tmp: Path, scenario_text: str = SOURCE) -> dict[str, Any
             direct = {call.file: await run_external(get, call.url) for call in index.calls if call.file}
             return {"index": index, "direct": direct, "ownership": c.ownership(), "rates": topic_rates(c),
                     "reports": {b: msgspec.structs.replace(c.brokers[b].local_data) for b in c.live_brokers()},
-                    "leader": c.leader(), "brokers": c.live_brokers(), "url": obs.url}
+                    "leader": c.leader(), "brokers": c.live_brokers(), "url": obs.url,
+                    "runtime": runtime_configuration(c.conf)}
 
 
 @pytest.mark.asyncio
@@ -102,9 +115,11 @@ async def test_export_writes_every_answer_unchanged_one_file_per_call(tmp_path):
     folder = tmp_path / "snap"
     assert index.broker_url == "{url}/emulator/brokers/{broker}"      # the emulator was recognised
     kinds = [c.kind for c in index.calls]
-    assert kinds[:3] == ["clusters", "brokers", "leader"]
+    assert kinds[:4] == ["clusters", "brokers", "leader", "runtime_config"]
     assert kinds.count("load_report") == kinds.count("broker_topics") == kinds.count("owned_namespaces") == 3
-    assert sorted(c.namespace for c in index.calls if c.kind == "policies") == ["acme/logs", "acme/orders"]
+    # public/default: every cluster has it (Pulsar's initialisation), served though never written here
+    assert sorted(c.namespace for c in index.calls if c.kind == "policies") == [
+        "acme/logs", "acme/orders", "public/default"]
     for call in index.calls:
         if call.file:
             assert (folder / call.file).read_bytes() == snap["direct"][call.file]
@@ -121,10 +136,11 @@ async def test_export_writes_every_answer_unchanged_one_file_per_call(tmp_path):
     assert by_kind[("clusters", None)] == ["cluster"]
     assert by_kind[("brokers", None)] == snap["brokers"]
     assert by_kind[("leader", None)]["brokerId"] == snap["leader"]
+    assert by_kind[("runtime_config", None)] == snap["runtime"]
     for b in snap["brokers"]:
         report = msgspec.json.decode((folder / next(c.file for c in index.calls if c.kind == "load_report"
                                                     and c.broker == b)).read_bytes(), type=LocalBrokerData)
-        assert report == snap["reports"][b]                              # each broker's own report
+        assert report == msgspec.structs.replace(snap["reports"][b], broker_version_string=PULSAR_VERSION)
         owned = by_kind[("owned_namespaces", b)]
         assert set(owned) == {k for k, v in snap["ownership"].items() if v == b}
     assert by_kind[("bundles", "acme/orders")] == {
@@ -150,6 +166,9 @@ async def test_to_scenario_states_brokers_capacities_bundles_owners_and_rates(tm
     assert tomllib.loads(text) == scenario                                # valid TOML, nothing lost
     c = scenario["cluster"]
     assert c["brokers"] == ["broker-1:8080", "broker-2:8080", "broker-3:8080"]
+    placement = ServiceConfig().load_balancer_load_placement_strategy   # the defaults are written too
+    assert scenario["settings"] == {**SOURCE_SETTINGS, "emulator_first_leader": snap["leader"],
+                                    "loadManagerClassName": MODULAR, "loadBalancerLoadPlacementStrategy": placement}
     assert c["capacity"] == {"cores": 8.0, "nic_gbps": 10.0, "heap_mb": 2048.0, "direct_mb": 4096.0}
     assert c["overrides"] == {"broker-3:8080": {"cores": 4.0, "nic_gbps": 25.0, "heap_mb": 4096.0}}
     assert [n["name"] for n in scenario["namespaces"]] == ["acme/logs", "acme/orders"]
@@ -199,6 +218,9 @@ async def test_export_to_scenario_run_reproduces_the_exported_ownership_and_rate
         await run.sleep_until(60)
         assert at_t0 == [snap["ownership"]]                                  # t = 0: the exported owners
         assert run.cluster.live_brokers() == snap["brokers"]
+        assert run.cluster.leader() == snap["leader"]                         # the exported leader
+        assert runtime_configuration(run.cluster.conf) == snap["runtime"]    # the cluster's own settings
+        assert snap["leader"] != "broker-1:8080"   # not the replay's own first winner (so the switch works)
         assert topic_rates(run.cluster) == pytest.approx(snap["rates"], rel=1e-12)
 
 
@@ -235,7 +257,8 @@ def test_the_sample_snapshot_converts_to_its_brokers_owners_rates_and_policies()
                                  "parameters": {"min_limit": "1", "usage_threshold": "80"}}}]
     assert scenario["failure_domains"] == [{"name": "rack-a", "brokers": ["broker-1:8080", "broker-2:8080"]},
                                            {"name": "rack-b", "brokers": ["broker-3:8080"]}]
-    assert scenario["settings"] == {"failureDomainsEnabled": True}
+    # an export without the runtime configuration (older): failure domains enabled, and the leader
+    assert scenario["settings"] == {"failureDomainsEnabled": True, "emulator_first_leader": "broker-1:8080"}
     assert sum(len(g["names"]) for g in scenario["topics"]) == 17
 
 
