@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from emulator.cluster.load_manager import EXTENSIBLE
+from emulator.model.config import ServiceConfig
 from emulator.wire import PulsarApi_pb2 as pb
 from emulator.wire.codec import FrameDecoder, encode
 
@@ -240,3 +242,68 @@ def test_admin_unload_moves_the_client_to_the_new_owner():
         return True
 
     assert with_cluster(body)
+
+
+@pytest.mark.slow
+def test_a_killed_broker_the_client_reconnects_once_the_session_expires():
+    topic = "persistent://public/default/killed"
+    conf = ServiceConfig(metadata_store_session_timeout_millis=5000)
+
+    async def body(cluster, server):
+        bundle = await _bundle_of(cluster, topic)
+        victim = next(b for b in cluster.live_brokers() if b != cluster.leader())
+        assert (await cluster.acquire_bundle(bundle, victim)).ok
+        client = await in_thread(lambda: _client(server, cluster.live_brokers()))
+        try:
+            flow = await in_thread(_Flow, client, topic, 150)
+            assert _handle_brokers(server, "p") == {victim}
+            killed_at = []
+
+            async def kill():
+                cluster.kill_broker(victim)
+                killed_at.append(cluster.system.now())
+                await wait_for(lambda: bool(_handle_brokers(server, "p") - {victim}), 90, "the producer back")
+                # the dead owner's lock holds until its session expires: no other broker serves before
+                assert cluster.system.now() - killed_at[0] >= 0.9 * 5.0
+
+            await _run_flow(flow, kill, server)
+            new_owner = cluster.owner_of(bundle)
+            assert new_owner not in (None, victim)
+            assert _handle_brokers(server, "p") == {new_owner}
+            assert victim not in server._listeners            # its port is closed
+        finally:
+            await in_thread(client.close)
+        return True
+
+    assert with_cluster(body, conf=conf)
+
+
+@pytest.mark.slow
+def test_extensible_transfer_the_client_follows_without_a_lookup():
+    topic = "persistent://public/default/transferred"
+    conf = ServiceConfig(load_manager_class_name=EXTENSIBLE, load_balancer_multi_phase_bundle_unload=True)
+
+    async def body(cluster, server):
+        client = await in_thread(lambda: _client(server, cluster.live_brokers()))
+        try:
+            flow = await in_thread(_Flow, client, topic, 150)
+            bundle = await _bundle_of(cluster, topic)
+            source = cluster.owner_of(bundle)
+            assert _handle_brokers(server, "p") == {source}
+            dest = next(b for b in cluster.live_brokers() if b != source)
+            lookups = []
+
+            async def transfer():
+                lookups.append(cluster.lookup_counts()["lookups"])
+                result = await cluster.unload_bundle(bundle, destination=dest)
+                assert result.ok, result.message
+
+            await _run_flow(flow, transfer, server)
+            assert cluster.owner_of(bundle) == dest
+            assert _handle_brokers(server, "p") == {dest} and _handle_brokers(server, "c") == {dest}
+            assert cluster.lookup_counts()["lookups"] == lookups[0]   # straight to the assigned broker
+        finally:
+            await in_thread(client.close)
+        return True
+
+    assert with_cluster(body, conf=conf)
