@@ -307,3 +307,34 @@ def test_extensible_transfer_the_client_follows_without_a_lookup():
         return True
 
     assert with_cluster(body, conf=conf)
+
+
+@pytest.mark.slow
+def test_real_traffic_counts_in_the_owners_load_data():
+    """What the client sends and reads is in the owner's LocalBrokerData (msgRateIn/Out, throughput),
+    which its load reports carry to the load manager."""
+    topic = "persistent://public/default/measured"
+    conf = ServiceConfig(stats_update_frequency_in_secs=5, stats_update_initial_delay_in_secs=5)
+
+    async def body(cluster, server):
+        bundle = await _bundle_of(cluster, topic)
+        owner = next(b for b in cluster.live_brokers() if b != cluster.leader())
+        assert (await cluster.acquire_bundle(bundle, owner)).ok
+        client = await in_thread(lambda: _client(server, cluster.live_brokers()))
+        try:
+            flow = await in_thread(_Flow, client, topic, 1500)
+            t_p = threading.Thread(target=flow.produce, daemon=True)
+            t_c = threading.Thread(target=flow.consume, daemon=True)
+            t_p.start()
+            t_c.start()
+            local = cluster.brokers[owner].local_data
+            await wait_for(lambda: local.msg_rate_in > 10 and local.msg_rate_out > 10, 60, "rates reported")
+            assert local.msg_throughput_in > 10 * 1   # bytes/s: at least a byte a message
+            others = [cluster.brokers[b].local_data.msg_rate_in for b in cluster.live_brokers() if b != owner]
+            assert others == [0.0] * 3          # FlatLoad: no producer of its own, only the client's
+            await wait_for(lambda: not t_p.is_alive() and not t_c.is_alive(), 120, "the flow to finish")
+        finally:
+            await in_thread(client.close)
+        return True
+
+    assert with_cluster(body, conf=conf)
