@@ -17,7 +17,7 @@ import pytest
 from emulator.cluster.load_manager import EXTENSIBLE
 from emulator.model.config import ServiceConfig
 from emulator.wire import PulsarApi_pb2 as pb
-from emulator.wire.codec import FrameDecoder, encode
+from emulator.wire.codec import FrameDecoder, encode, encode_payload, payload_of
 
 from .harness import in_thread, wait_for, with_cluster
 
@@ -338,3 +338,55 @@ def test_real_traffic_counts_in_the_owners_load_data():
         return True
 
     assert with_cluster(body, conf=conf)
+
+
+def _frames_until(sock, dec, want):
+    frames = []
+    while not any(f.command.type == want for f in frames):
+        data = sock.recv(65536)
+        if not data:
+            break
+        frames += dec.feed(data)
+    return frames
+
+
+def test_a_bad_checksum_is_a_send_error_and_a_new_broker_gets_its_port():
+    topic = "persistent://public/default/checked"
+
+    async def body(cluster, server):
+        broker = cluster.live_brokers()[0]
+        port = server.port_of(broker)
+        T = pb.BaseCommand
+
+        def raw_producer():
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                dec = FrameDecoder()
+                s.sendall(encode(T(type=T.CONNECT, connect=pb.CommandConnect(client_version="raw",
+                                                                             protocol_version=20))))
+                _frames_until(s, dec, T.CONNECTED)
+                s.sendall(encode(T(type=T.LOOKUP, lookupTopic=pb.CommandLookupTopic(topic=topic, request_id=1))))
+                (lookup,) = [f for f in _frames_until(s, dec, T.LOOKUP_RESPONSE) if f.command.type == T.LOOKUP_RESPONSE]
+                s.sendall(encode(T(type=T.PRODUCER, producer=pb.CommandProducer(topic=topic, producer_id=1,
+                                                                                request_id=2))))
+                done = _frames_until(s, dec, T.PRODUCER_SUCCESS)
+                meta = pb.MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
+                entry = bytearray(payload_of(meta, b"payload"))
+                entry[-1] ^= 0xFF                                  # corrupt the payload, keep the checksum
+                s.sendall(encode_payload(T(type=T.SEND, send=pb.CommandSend(producer_id=1, sequence_id=0)),
+                                         bytes(entry)))
+                return lookup.command.lookupTopicResponse, done, _frames_until(s, dec, T.SEND_ERROR)
+
+        lookup, done, frames = await in_thread(raw_producer)
+        assert lookup.response == lookup.Connect and lookup.brokerServiceUrl == f"pulsar://127.0.0.1:{port}"
+        assert done[-1].command.type == pb.BaseCommand.PRODUCER_SUCCESS
+        (error,) = [f.command.send_error for f in frames if f.command.type == pb.BaseCommand.SEND_ERROR]
+        assert error.error == pb.ChecksumError and error.sequence_id == 0
+        assert topic not in server.logs.topics or server.logs.topics[topic].next_entry == 0   # not stored
+        # a broker started later listens on base + k - 1 as soon as it is up
+        added = await cluster.add_broker()
+        assert added.broker_id == "broker-2:8080"
+        await wait_for(lambda: added.broker_id in server._listeners, 10, "the new broker's listener")
+        assert server.port_of(added.broker_id) == server.base_port + 1
+        return True
+
+    assert with_cluster(body, brokers=1)
