@@ -390,3 +390,55 @@ def test_a_bad_checksum_is_a_send_error_and_a_new_broker_gets_its_port():
         return True
 
     assert with_cluster(body, brokers=1)
+
+
+def test_the_broker_pings_and_closes_a_silent_connection():
+    """PulsarHandler's keep-alive: a PING each interval; no frame for a whole interval closes."""
+
+    async def body(cluster, server):
+        port = server.port_of(cluster.live_brokers()[0])
+        T = pb.BaseCommand
+
+        def silent():
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(encode(T(type=T.CONNECT, connect=pb.CommandConnect(client_version="raw",
+                                                                             protocol_version=20))))
+                dec, frames = FrameDecoder(), []
+                started = time.monotonic()
+                while True:
+                    data = s.recv(65536)
+                    if not data:
+                        return [f.command.type for f in frames], time.monotonic() - started
+                    frames += dec.feed(data)
+
+        types, took = await in_thread(silent)
+        assert types == [T.CONNECTED, T.PING] and 0.9 <= took < 20
+        return True
+
+    assert with_cluster(body, brokers=1, keep_alive=1.0)
+
+
+@pytest.mark.slow
+def test_a_graceful_stop_closes_the_handles_and_the_client_moves():
+    topic = "persistent://public/default/drained"
+
+    async def body(cluster, server):
+        bundle = await _bundle_of(cluster, topic)
+        victim = next(b for b in cluster.live_brokers() if b != cluster.leader())
+        assert (await cluster.acquire_bundle(bundle, victim)).ok
+        client = await in_thread(lambda: _client(server, cluster.live_brokers()))
+        try:
+            flow = await in_thread(_Flow, client, topic, 150)
+
+            async def stop():
+                assert await cluster.stop_broker(victim)
+
+            await _run_flow(flow, stop, server)
+            assert cluster.owner_of(bundle) not in (None, victim)
+            assert _handle_brokers(server, "p") == {cluster.owner_of(bundle)}
+            await wait_for(lambda: victim not in server._listeners, 10, "the stopped broker's port closed")
+        finally:
+            await in_thread(client.close)
+        return True
+
+    assert with_cluster(body)
