@@ -227,6 +227,7 @@ class WireConnection(Actor):
             self._detach(topic, cid, HandleKind.CONSUMER)
         self.producers.clear()
         self.server.network.disconnect(self.name, self.broker_id)
+        self.server.network.unregister_client(self.name)
         try:
             self.writer.close()
         except Exception:  # pragma: no cover - a socket already gone

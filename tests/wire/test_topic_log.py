@@ -56,3 +56,26 @@ def test_measured_rates_add_to_the_inner_sources_stats():
     assert stats.producer_count == 1 and stats.consumer_count == 2
     assert source.bundle_curves("b1", 110.0, bundles) is None   # sampled, not in closed form
     assert source.rate == FlatLoad().rate                       # the rest is the inner source's
+
+
+def test_partitioned_groups_of_the_scenario_answer_partitioned_metadata():
+    from emulator.wire.serve import partitioned_topics
+    from emulator.workload.loader import loads
+
+    scenario = loads('''
+[scenario]
+name = "p"
+description = "partitioned"
+[[namespaces]]
+name = "a/b"
+[[topics]]
+namespace = "a/b"
+count = 2
+name = "orders-{i}"
+partitions = 3
+[[topics]]
+namespace = "a/b"
+count = 1
+name = "plain-{i}"
+''')
+    assert partitioned_topics(scenario) == {"persistent://a/b/orders-0": 3, "persistent://a/b/orders-1": 3}
