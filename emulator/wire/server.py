@@ -77,12 +77,7 @@ class WireServer:
         return port
 
     def url_of(self, broker_id: str) -> str:
-        """brokerServiceUrl of a broker as the lookups advertise it."""
-        if broker_id.startswith("pulsar://"):
-            from emulator.cluster.network import host_of
-
-            broker_id = next((b for b in self.cluster.brokers
-                              if broker_id == f"pulsar://{host_of(b)}:6650"), broker_id)
+        """brokerServiceUrl of a broker (its id, `host:8080`) as the lookups advertise it."""
         return f"pulsar://{self.host}:{self.port_of(broker_id)}"
 
     def broker_actor(self, broker_id: str) -> Actor:
