@@ -49,12 +49,14 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 def with_cluster(body: Callable[[Cluster, WireServer], Awaitable[Any]], *, brokers: int = 4,
                  conf: ServiceConfig | None = None, settings: ClusterSettings | None = None,
-                 keep_alive: float = 30.0) -> Any:
-    """Run `body(cluster, server)` on a wall-clock cluster whose brokers speak the binary protocol."""
+                 keep_alive: float = 30.0, speed: float = 1.0) -> Any:
+    """Run `body(cluster, server)` on a wall-clock cluster whose brokers speak the binary protocol
+    (`speed`: emulated seconds per real second, as `--speed`)."""
+    clock = WallClock(speed)
 
     async def main() -> Any:
         meter = RateMeter()
-        async with Cluster.start(brokers, conf=conf, settings=settings, clock=WallClock(),
+        async with Cluster.start(brokers, conf=conf, settings=settings, clock=clock,
                                  load_source=MeteredLoadSource(FlatLoad(), meter)) as cluster:
             await cluster.wait_for_leader()
             server = WireServer(cluster, free_base_port(), meter=meter, keep_alive=keep_alive)
@@ -64,7 +66,7 @@ def with_cluster(body: Callable[[Cluster, WireServer], Awaitable[Any]], *, broke
             finally:
                 await server.close()
 
-    return run(main, clock=WallClock())
+    return run(main, clock=clock)
 
 
 async def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:

@@ -166,13 +166,13 @@ class _Flow:
         self.sent = 0
         self.received: list[str] = []
         self.errors: list[str] = []
-        self.gate = threading.Event()
-        self.gate.set()
+        self.stopped = False
 
     def produce(self):
         try:
             for i in range(self.n):
-                self.gate.wait(120)
+                if self.stopped:
+                    return
                 self.producer.send(f"m{i}".encode())
                 self.sent = i + 1
                 time.sleep(0.01)
@@ -181,7 +181,7 @@ class _Flow:
 
     def consume(self):
         deadline = time.monotonic() + 180
-        while len(set(self.received)) < self.n and time.monotonic() < deadline:
+        while len(set(self.received)) < self.n and time.monotonic() < deadline and not self.stopped:
             try:
                 m = self.consumer.receive(timeout_millis=1000)
             except pulsar.Timeout:
@@ -442,3 +442,45 @@ def test_a_graceful_stop_closes_the_handles_and_the_client_moves():
         return True
 
     assert with_cluster(body)
+
+
+@pytest.mark.slow
+def test_the_shedder_unloads_the_bundle_of_a_real_clients_topic():
+    """The real client's measured traffic is the only traffic (FlatLoad without producers): the
+    UniformLoadShedder sees its owner as the busiest broker and unloads that bundle; the client
+    follows. At 10 emulated seconds per real second, so a one-minute shedding cycle takes six."""
+    topic = "persistent://public/default/shed"
+    conf = ServiceConfig(
+        stats_update_frequency_in_secs=5, stats_update_initial_delay_in_secs=5,
+        load_balancer_load_shedding_strategy="org.apache.pulsar.broker.loadbalance.impl.UniformLoadShedder",
+        min_unload_message=1, max_unload_percentage=1.0, load_balancer_shedding_grace_period_minutes=0)
+
+    async def body(cluster, server):
+        bundles = (await cluster.namespace_bundles(NS)).names
+        bundle = await _bundle_of(cluster, topic)
+        owner = next(b for b in cluster.live_brokers() if b != cluster.leader())
+        other = next(b for b in bundles if b != bundle)
+        for b in (bundle, other):          # two bundles there: the shedder never moves a sole bundle
+            assert (await cluster.acquire_bundle(b, owner)).ok
+        unloads = []
+        cluster.events.subscribe(lambda e: unloads.append(e) if type(e).__name__ == "Unload" else None)
+        client = await in_thread(lambda: _client(server, cluster.live_brokers()))
+        try:
+            flow = await in_thread(_Flow, client, topic, 100_000)
+            t_p = threading.Thread(target=flow.produce, daemon=True)
+            t_c = threading.Thread(target=flow.consume, daemon=True)
+            t_p.start()
+            t_c.start()
+            await wait_for(lambda: any(u.bundle == bundle for u in unloads), 1800, "the shedder's unload")
+            (u,) = [u for u in unloads if u.bundle == bundle][:1]
+            assert u.broker == owner and u.destination != owner
+            await wait_for(lambda: _handle_brokers(server, "p") == {u.destination}, 600, "the client moved")
+            flow.stopped = True
+            await in_thread(t_p.join, 60)
+            await in_thread(t_c.join, 60)
+            assert not flow.errors
+        finally:
+            await in_thread(client.close)
+        return True
+
+    assert with_cluster(body, conf=conf, speed=10.0)
