@@ -198,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="serve /metrics and the admin views on this port (0: any free port)")
     run.add_argument("--metrics-host", type=_host, default="127.0.0.1",
                      help="bind address (default 127.0.0.1; 0.0.0.0 for every interface)")
+    run.add_argument("--pulsar-port", metavar="BASE", type=_int("--pulsar-port", 1),
+                     help="wall clock: broker k serves Pulsar's binary protocol on BASE + k - 1 (on --metrics-host) "
+                          "for real clients, e.g. 6650 (also [serve] pulsar_port in a scenario)")
     run.add_argument("--admin-token", metavar="TOKEN", type=_token,
                      help="writes through the HTTP server's admin paths need `Authorization: Bearer TOKEN`")
     run.add_argument("--monitor-interval", metavar="DURATION",
@@ -295,7 +298,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         record_decisions=args.record_decisions, record_compress=not args.record_plain,
         summary_json=args.summary_json, log_decisions=args.log_level in ("debug", "info"),
         check_interval=parse_flag_duration(args.check_interval, flag="--check-interval"),
-        memory_check=not args.no_memory_check,
+        memory_check=not args.no_memory_check, pulsar_port=args.pulsar_port,
     )
     from emulator.runtime import VirtualClock
 

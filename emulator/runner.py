@@ -62,6 +62,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
     check_interval: float = 10.0               # emulated seconds between invariant checks (and one at the end)
     grid: dict[str, str] = {}                  # sweep parameters, recorded in run.json
     memory_check: bool = True                  # refuse a run the machine's memory cannot hold (preflight.py)
+    pulsar_port: int | None = None             # the binary protocol for real clients (emulator/wire/)
 
 
 class RunResult(msgspec.Struct, kw_only=True):
@@ -348,9 +349,15 @@ async def _run_started(opts: RunOptions, scenario: Any, base: ServiceConfig | No
     out_of_memory: list[str] = []          # a MemoryError ended the run (exit 3, the summary so far)
 
     boot = BootEvents()   # broker starts and the first election, handed to the observers once attached
+    wire: Any = None      # --pulsar-port: real clients' binary protocol (emulator/wire/), loaded only then
+    if opts.pulsar_port is not None:
+        from emulator.wire import serve as wire
+        meter = wire.RateMeter()   # real clients' traffic, counted in the brokers' stats
 
     def start_cluster(*args: Any, **kwargs: Any) -> Any:
         kwargs["before_brokers"] = boot.before_brokers(kwargs.get("before_brokers"))
+        if wire is not None:
+            kwargs["load_source"] = wire.metered(kwargs["load_source"], meter)
         if opts.check_invariants:
             # every 10 s rather than the test harness's 1 s: a check walks every bundle and ownership
             # node, and only reads, so its interval changes no decision
@@ -388,7 +395,9 @@ async def _run_started(opts: RunOptions, scenario: Any, base: ServiceConfig | No
         async with observe(cluster, metrics_port=opts.metrics_port, metrics_host=opts.metrics_host,
                            record_dir=record_path, record_interval=opts.record_interval,
                            run_info=run_info, record_decisions=opts.record_decisions,
-                           record_compress=opts.record_compress, admin_token=opts.admin_token) as obs:
+                           record_compress=opts.record_compress, admin_token=opts.admin_token) as obs, \
+                (wire.wire_protocol(cluster, opts.pulsar_port, opts.metrics_host, meter, wire.partitioned_topics(
+                    scenario), out) if wire is not None else contextlib.nullcontext()):
             boot.replay(cluster.events)
             if opts.metrics_port is not None or record_path is not None:
                 out.write(f"READY url={obs.url or '-'} record={record_path or '-'}\n")
@@ -515,6 +524,14 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
     base = load_broker_conf(opts.broker_conf, err) if opts.broker_conf else None
     conf = effective_config(scenario, opts, base)      # validate before anything starts
     clock = make_clock(opts)
+    source = "--pulsar-port"
+    if opts.pulsar_port is None and scenario.serve.pulsar_port is not None:
+        opts = msgspec.structs.replace(opts, pulsar_port=scenario.serve.pulsar_port)
+        source = f"{opts.scenario}: [serve] pulsar_port"
+    from emulator.wire.options import check_pulsar_port
+
+    if (reason := check_pulsar_port(opts.pulsar_port, opts.clock, source)) is not None:
+        raise RunError(reason)
     if opts.duration is not None and (not opts.duration > 0 or math.isinf(opts.duration)):
         raise RunError(f"--duration = {opts.duration!r}: must be a positive, finite emulated time")
     for flag, value in (("--record-interval", opts.record_interval),

@@ -122,6 +122,7 @@ def render() -> str:
     out += _table("`[metadata_store]`", schema.MetadataStoreSection)
     out += _table("`[network]`", schema.NetworkSection)
     out += _table("`[clients]`", schema.ClientsSection)
+    out += _table("`[serve]`", schema.ServeSection)
     for part, cls in CAPACITY_PARTS.items():
         out += _table(f"`[capacity.{part}]`", cls)
     out += _table("`[initial]`", schema.InitialSection)

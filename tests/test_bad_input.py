@@ -256,6 +256,23 @@ def test_metrics_port_and_host(capsys, args, needles):
     bad(capsys, ["run", "default", "--quiet", *args], *needles)
 
 
+@pytest.mark.parametrize("args,needles", [
+    (["--pulsar-port", "6650"], ["--pulsar-port", "6650", "--clock wall", "'virtual'"]),
+    (["--pulsar-port", "70000", "--clock", "wall"], ["--pulsar-port", "70000", "1..65535"]),
+    (["--pulsar-port", "0", "--clock", "wall"], ["--pulsar-port", "'0'", ">= 1"]),
+    (["--pulsar-port", "x"], ["--pulsar-port", "'x'", "integer"]),
+])
+def test_pulsar_port(capsys, args, needles):
+    bad(capsys, ["run", "default", "--quiet", *args], *needles)
+
+
+def test_a_scenarios_pulsar_port_needs_the_wall_clock_too(tmp_path, capsys):
+    path = scenario(tmp_path, "[serve]\npulsar_port = 6650\n")
+    bad(capsys, ["run", path, "--quiet"], path, "[serve] pulsar_port", "6650", "--clock wall")
+    path = scenario(tmp_path, "[serve]\npulsar_port = 0\n")
+    bad(capsys, ["run", path, "--quiet", "--clock", "wall"], "serve.pulsar_port", "0")
+
+
 def test_record_folder_must_be_a_writable_folder(tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("x")

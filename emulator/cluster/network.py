@@ -92,6 +92,10 @@ class Network:
     def register_client(self, name: str, actor: Actor) -> None:
         self._clients[name] = actor
 
+    def unregister_client(self, name: str) -> None:
+        """A client that is gone for good (a real client's TCP connection, emulator/wire/)."""
+        self._clients.pop(name, None)
+
     def client(self, name: str) -> Actor | None:
         actor = self._clients.get(name)
         return actor if actor is not None and actor.alive else None

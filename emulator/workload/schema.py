@@ -16,6 +16,7 @@
     [capacity.<part>]   shared capacities: metadata, bookkeeper, broker, client
                         (capacity_table.py; defaults and sources in emulator/cluster/capacity_*.py)
     [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
+    [serve]             pulsar_port: the binary protocol for real clients (wall clock only)
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
     [[expect]]          kpi = "unloads", min / max, optional window: from / to, or after_event + within
@@ -415,6 +416,12 @@ class NetworkSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """One-way latency between clients and brokers (applied where the cluster supports it)."""
 
 
+class ServeSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pulsar_port: Annotated[int, msgspec.Meta(ge=1, le=65535)] | None = None
+    """Broker k serves Pulsar's binary protocol on this port + k - 1 for real clients (wall clock only;
+    the same as `--pulsar-port`, which wins)."""
+
+
 class ClientsSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     count: Count = 4
     """PulsarClient instances; topics are dealt to them round robin."""
@@ -757,6 +764,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     metadata_store: MetadataStoreSection = msgspec.field(default_factory=MetadataStoreSection)
     network: NetworkSection = msgspec.field(default_factory=NetworkSection)
     clients: ClientsSection = msgspec.field(default_factory=ClientsSection)
+    serve: ServeSection = msgspec.field(default_factory=ServeSection)
     latency: dict[str, Any] = {}
     """Operation latencies by name (checked by latency_table.py: constants or distributions)."""
     capacity: dict[str, Any] = {}
