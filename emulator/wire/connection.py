@@ -38,7 +38,8 @@ from emulator.cluster.messages import (
     SendError,
     TopicFenced,
 )
-from emulator.model.bundles import full_topic_name
+from emulator.cluster.cluster import DEFAULT_NAMESPACE
+from emulator.model.bundles import full_topic_name, parse_topic
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from . import PulsarApi_pb2 as pb
@@ -97,6 +98,7 @@ class ConnectionHost(Protocol):
     def has_other_consumer(self, topic: str, subscription: str, conn: "WireConnection",
                            consumer_id: int) -> bool: ...
     def dispatch_topic(self, topic: str) -> None: ...
+    async def ensure_default_namespace(self) -> None: ...
 
 
 class WireConnection(Actor):
@@ -297,8 +299,12 @@ class WireConnection(Actor):
                         cmd.lookupTopic.authoritative)
 
     async def _lookup(self, topic: str, request_id: int, authoritative: bool) -> None:
-        """The emulated lookup path, as an emulated client's hop (`LookupTopic` to this broker)."""
+        """The emulated lookup path, as an emulated client's hop (`LookupTopic` to this broker).
+        A topic of `public/default` first makes that namespace, which Pulsar's cluster initialisation
+        creates and the emulator writes on first use (`Cluster.ensure_default_namespace`)."""
         answer = pb.CommandLookupTopicResponse(request_id=request_id)
+        if _in_default_namespace(topic):
+            await self.server.ensure_default_namespace()
         try:
             r: LookupTopicResponse = await self.server.broker_actor(self.broker_id).ask(
                 LookupTopic(topic, authoritative, request_id, self.name), timeout=ASK_TIMEOUT)
@@ -575,3 +581,10 @@ _HANDLERS = {
     _T.GET_OR_CREATE_SCHEMA: WireConnection._on_get_or_create_schema,
     _T.GET_TOPICS_OF_NAMESPACE: WireConnection._on_get_topics,
 }
+
+
+def _in_default_namespace(topic: str) -> bool:
+    try:
+        return parse_topic(full_topic_name(topic))[1] == DEFAULT_NAMESPACE
+    except ValueError:
+        return False

@@ -76,6 +76,10 @@ class WireServer:
             self.ports[broker_id] = port
         return port
 
+    async def ensure_default_namespace(self) -> None:
+        """`public/default`, written on its first use (`Cluster.ensure_default_namespace`)."""
+        await self.cluster.ensure_default_namespace()
+
     def url_of(self, broker_id: str) -> str:
         """brokerServiceUrl of a broker (its id, `host:8080`) as the lookups advertise it."""
         return f"pulsar://{self.host}:{self.port_of(broker_id)}"

@@ -49,14 +49,15 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
 def with_cluster(body: Callable[[Cluster, WireServer], Awaitable[Any]], *, brokers: int = 4,
                  conf: ServiceConfig | None = None, settings: ClusterSettings | None = None,
-                 keep_alive: float = 30.0, speed: float = 1.0) -> Any:
+                 keep_alive: float = 30.0, speed: float = 1.0,
+                 namespaces: dict[str, int] | None = None) -> Any:
     """Run `body(cluster, server)` on a wall-clock cluster whose brokers speak the binary protocol
     (`speed`: emulated seconds per real second, as `--speed`)."""
     clock = WallClock(speed)
 
     async def main() -> Any:
         meter = RateMeter()
-        async with Cluster.start(brokers, conf=conf, settings=settings, clock=clock,
+        async with Cluster.start(brokers, conf=conf, settings=settings, clock=clock, namespaces=namespaces,
                                  load_source=MeteredLoadSource(FlatLoad(), meter)) as cluster:
             await cluster.wait_for_leader()
             server = WireServer(cluster, free_base_port(), meter=meter, keep_alive=keep_alive)

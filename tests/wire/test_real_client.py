@@ -76,6 +76,33 @@ def test_produce_and_consume_through_a_redirect():
     assert with_cluster(body)
 
 
+def test_a_short_topic_name_makes_public_default_on_first_use():
+    """A scenario's cluster has only its own namespaces; the client's `my-topic` is
+    persistent://public/default/my-topic, which Pulsar's cluster initialisation created: the first
+    lookup writes it (16 bundles, PulsarClusterMetadataSetup) and the topic is served."""
+
+    async def body(cluster, server):
+        assert cluster.store.peek("/admin/local-policies/public/default") is None
+
+        def work():
+            client = _client(server, cluster.live_brokers()[:1])
+            try:
+                producer = client.create_producer("my-topic")
+                producer.send(b"hello")
+                consumer = client.subscribe("my-topic", "sub", initial_position=pulsar.InitialPosition.Earliest)
+                m = consumer.receive(timeout_millis=30_000)
+                consumer.acknowledge(m)
+                return m.data()
+            finally:
+                client.close()
+
+        assert await in_thread(work) == b"hello"
+        assert len(await cluster.namespace_bundles(NS)) == 16
+        return True
+
+    assert with_cluster(body, namespaces={"acme/app": 4})
+
+
 def test_batches_round_trip_and_count_in_the_stats():
     topic = "persistent://public/default/batched"
 
