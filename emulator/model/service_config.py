@@ -314,6 +314,10 @@ class ServiceConfig(msgspec.Struct, kw_only=True):
     num_http_server_threads: Annotated[int, Setting(
         "numHttpServerThreads", doc="Jetty threads of the web service (admin REST calls); 0 = Pulsar's "
         "default, max(8, 2 x Runtime.availableProcessors())")] = 0
+    broker_deduplication_enabled: Annotated[bool, Setting(
+        "brokerDeduplicationEnabled", quiet_default=True,
+        doc="message deduplication by producer name and sequence id (MessageDeduplication): the binary "
+        "protocol's topic logs (emulator/wire/topic_log.py); the emulated clients' traffic has no messages")] = False
     broker_shutdown_timeout_ms: Annotated[int, Setting(
         "brokerShutdownTimeoutMs", dynamic=True, long=True, doc="graceful shutdown's time limit")] = 60000
     metadata_store_session_timeout_millis: Annotated[int, Setting(

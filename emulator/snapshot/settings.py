@@ -16,10 +16,12 @@ from typing import Any
 
 from emulator.model.errors import ConfigError
 from emulator.model.service_config import SETTINGS, ServiceConfig
+from emulator.workload.loader import PLACEMENT_KEY, SHEDDER_KEY
 
 __all__ = ["ALWAYS", "settings_from_runtime"]
 
-ALWAYS = ("loadManagerClassName", "loadBalancerLoadSheddingStrategy", "loadBalancerLoadPlacementStrategy")
+LOAD_MANAGER_KEY = ServiceConfig.pulsar_name("load_manager_class_name")
+ALWAYS = (LOAD_MANAGER_KEY, SHEDDER_KEY, PLACEMENT_KEY)
 """Written even when they are the emulator's defaults: which manager, shedder and placement ran."""
 
 

@@ -47,7 +47,7 @@ class WireServer:
         self.base_port = base_port
         self.host = host
         self.meter = meter or RateMeter()
-        self.logs = TopicLogs(max_entries)
+        self.logs = TopicLogs(max_entries, deduplicate=cluster.conf.broker_deduplication_enabled)
         self.partitions = dict(partitions or {})
         self.keep_alive = keep_alive
         self.ports: dict[str, int] = {}

@@ -9,10 +9,12 @@ A subscription is a cursor: the mark-delete position, the entries acknowledged a
 acknowledged (the dispatcher's pendingAcks), which go back for redelivery when that consumer leaves
 or asks (PersistentDispatcherMultipleConsumers.redeliverUnacknowledgedMessages).
 
-Choices: producers are deduplicated by name and sequence id (MessageDeduplication, as with
-`brokerDeduplicationEnabled=true`), so a resend after a reconnect is acknowledged with the id first
-given and stored once; the bound (`max_entries` per topic) drops the oldest entries every
-subscription has acknowledged, then the oldest at all (a retention limit), counted in `dropped`.
+Deduplication follows `brokerDeduplicationEnabled` (ServiceConfiguration, false by default, as in
+Pulsar): when on, producers are deduplicated by name and sequence id (MessageDeduplication), so a resend
+after a reconnect is acknowledged with the id first given and stored once; when off, a resend is stored
+again, as Pulsar's at-least-once publish does. Choice: the bound (`max_entries` per topic) drops the
+oldest entries every subscription has acknowledged, then the oldest at all (a retention limit), counted
+in `dropped`.
 """
 
 from __future__ import annotations
@@ -83,8 +85,9 @@ class Subscription:
 
 
 class TopicLog:
-    def __init__(self, topic: str, max_entries: int) -> None:
+    def __init__(self, topic: str, max_entries: int, *, deduplicate: bool = False) -> None:
         self.topic = topic
+        self.deduplicate = deduplicate
         self.ledger_id = zlib.crc32(topic.encode()) & 0x7FFFFFFF
         self.max_entries = max_entries
         self.entries: deque[Entry] = deque()
@@ -96,14 +99,16 @@ class TopicLog:
 
     def append(self, producer: str, sequence_id: int, highest_sequence_id: int, data: bytes,
                messages: int) -> tuple[int, bool]:
-        """(entry id, stored): a sequence id at or below the producer's last is a duplicate."""
-        last = self.last_sequence.get(producer)
+        """(entry id, stored): with deduplication on, a sequence id at or below the producer's last is
+        a duplicate, answered with the entry first stored."""
+        last = self.last_sequence.get(producer) if self.deduplicate else None
         if last is not None and sequence_id <= last[0]:
             return last[1], False
         eid = self.next_entry
         self.next_entry += 1
         self.entries.append(Entry(eid, data, messages))
-        self.last_sequence[producer] = (max(sequence_id, highest_sequence_id), eid)
+        if self.deduplicate:
+            self.last_sequence[producer] = (max(sequence_id, highest_sequence_id), eid)
         self._trim()
         return eid, True
 
@@ -151,12 +156,13 @@ class TopicLog:
 class TopicLogs:
     """Every topic's log, for one cluster."""
 
-    def __init__(self, max_entries: int = 100_000) -> None:
+    def __init__(self, max_entries: int = 100_000, *, deduplicate: bool = False) -> None:
         self.max_entries = max_entries
+        self.deduplicate = deduplicate
         self.topics: dict[str, TopicLog] = {}
 
     def get(self, topic: str) -> TopicLog:
         log = self.topics.get(topic)
         if log is None:
-            log = self.topics[topic] = TopicLog(topic, self.max_entries)
+            log = self.topics[topic] = TopicLog(topic, self.max_entries, deduplicate=self.deduplicate)
         return log

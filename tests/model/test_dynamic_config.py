@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from emulator.model.service_config import SETTINGS
 from emulator.model.config import (
     DYNAMIC_KEYS,
     LOAD_MANAGER_CLASSES,
@@ -93,8 +94,9 @@ def test_runtime_view_renders_every_pulsar_key_as_java_does() -> None:
         "loadBalancerOverrideBrokerNicSpeedGbps": 25, "loadBalancerSheddingExcludedNamespaces": "b/ns,a/ns",
     }, source="test")
     runtime = runtime_configuration(conf)
-    assert set(runtime) == set(ServiceConfig().to_properties()) - {
-        k for k in ServiceConfig().to_properties() if k.startswith("emulator_")}
+    # every Pulsar key, those run.json leaves out at their default (`quiet_default`) too
+    assert set(runtime) == {d.key for d in SETTINGS if d.is_pulsar}
+    assert "brokerDeduplicationEnabled" in runtime and "brokerDeduplicationEnabled" not in conf.to_properties()
     assert all(isinstance(v, str) for v in runtime.values())
     assert runtime["loadBalancerSheddingEnabled"] == "true"
     assert runtime["loadBalancerBrokerOverloadedThresholdPercentage"] == "85"

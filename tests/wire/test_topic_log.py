@@ -7,13 +7,19 @@ from emulator.wire.meter import MeteredLoadSource, RateMeter
 from emulator.wire.topic_log import TopicLog
 
 
-def test_a_resend_is_acknowledged_with_the_first_id_and_stored_once():
-    log = TopicLog("t", max_entries=10)
+def test_with_deduplication_a_resend_is_acknowledged_with_the_first_id_and_stored_once():
+    log = TopicLog("t", max_entries=10, deduplicate=True)   # brokerDeduplicationEnabled=true
     assert log.append("p", 0, 0, b"a", 1) == (0, True)
     assert log.append("p", 1, 1, b"b", 1) == (1, True)
     assert log.append("p", 1, 1, b"b", 1) == (1, False)     # after a reconnect
     assert log.append("q", 0, 0, b"c", 1) == (2, True)      # another producer's own sequence
     assert log.next_entry == 3
+
+
+def test_without_deduplication_a_resend_is_stored_again_as_pulsars_default():
+    log = TopicLog("t", max_entries=10)                     # brokerDeduplicationEnabled=false
+    assert log.append("p", 1, 1, b"b", 1) == (0, True)
+    assert log.append("p", 1, 1, b"b", 1) == (1, True)      # at least once
 
 
 def test_acks_redelivery_and_the_bound():
