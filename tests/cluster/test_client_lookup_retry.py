@@ -1,0 +1,60 @@
+"""`ClientSettings.lookup_retry`: the C++ client's retry inside a lookup (emulator/cluster/lookup_retry.py),
+against the Java client's failed lookup and handle backoff (the default)."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.cluster.client import ClientSettings
+from emulator.cluster.events import HandleReconnected
+from emulator.cluster.lookup_retry import LookupRetry, retryable
+from emulator.cluster.messages import HandleKind
+from emulator.model.config import ServiceConfig
+from emulator.testing import emulated_cluster
+
+NS = "public/default"
+TOPICS = [f"persistent://{NS}/t-{i}" for i in range(40)]
+
+
+async def _after_a_kill(lookup_retry: bool) -> tuple[list[float], int, float]:
+    """Every handle of a killed broker's bundles reconnects once its session expires: (their outage
+    times, the client's failed lookups, the session timeout)."""
+    conf = ServiceConfig(metadata_store_session_timeout_millis=5000)
+    async with emulated_cluster(4, seed=7, namespaces={NS: 8}, conf=conf) as cluster:
+        client = cluster.add_client(settings=ClientSettings(lookup_retry=lookup_retry))
+        client.create_handles(TOPICS, HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == len(TOPICS), timeout=60)
+        leader = cluster.leader()
+        owners = [cluster.owner_of(b) for b in cluster.ownership()]
+        victim = max((b for b in set(owners) if b != leader), key=owners.count)
+        outages: list[float] = []
+        cluster.events.subscribe(lambda e: outages.append(e.unavailable) if isinstance(e, HandleReconnected) else None)
+        on_victim = sum(h.broker_id == victim for h in client.handles.values())
+        cluster.kill_broker(victim)   # it stays in the client's service URL list: a refused host
+        await cluster.wait_until(lambda: len(outages) == on_victim, timeout=300)
+        return outages, client.stats.lookups_failed, 5.0
+
+
+@pytest.mark.asyncio
+async def test_a_refused_service_url_host_costs_the_lookup_100_ms_not_the_handles_next_backoff():
+    java, java_failed, session = await _after_a_kill(False)
+    cpp, cpp_failed, _ = await _after_a_kill(True)
+    assert java and len(cpp) == len(java)
+    assert java_failed > 0 and cpp_failed == 0       # the C++ lookup retries instead of failing
+    # nobody is back before the dead owner's session expires; with the retry, one backoff step after
+    assert min(cpp) >= session and min(java) >= session
+    assert max(cpp) < 2 * session < max(java)       # Java: some wait their next step (~12 s)
+
+
+def test_what_the_cpp_client_retries_and_for_how_long():
+    assert retryable("connection refused") and retryable("Disconnected from server")
+    assert retryable("ServiceNotReady: Namespace bundle is being unloaded")
+    assert not retryable("lookup timed out") and not retryable("TooManyRequests: ...")
+    assert not retryable("Too many redirects: 21")
+    import random
+
+    r = LookupRetry(10.0, 30.0, random.Random(1))
+    delays = [r.delay(10.0 + t, int((10.0 + t) * 1000)) for t in (0.0, 0.1, 0.3)]
+    assert delays[0] == 0.1 and 0.18 <= delays[1] <= 0.2 and 0.36 <= delays[2] <= 0.4
+    assert r.delay(39.95, 39950) == pytest.approx(0.05)   # capped by what is left of the timeout
+    assert r.delay(40.0, 40000) is None                    # operationTimeout passed: the lookup fails
