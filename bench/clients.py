@@ -47,7 +47,9 @@ from emulator.cluster.messages import CloseHandle, HandleKind
 from .harness import Options, Row, quiet_logs, report
 
 SCENARIOS = ("unload", "kill", "restart")
-MODES = ("emulated", "real")
+MODES = ("emulated", "emulated_retry", "real")
+"""`emulated`: the emulated client as scenarios run it (the Java client's steps); `emulated_retry`: the
+same with `ClientSettings(lookup_retry=True)`, the C++ client's retry inside a lookup; `real`: pulsar-client."""
 NS = "public/bench"
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "clients.json")
 
@@ -334,14 +336,15 @@ async def _scenario(scenario: str, mode: str, sz: Size, seed: int) -> Outcome:
                              namespaces={NS: sz.bundles}) as cluster:
         await cluster.wait_for_leader()
         if meter is None:
-            out = await _emulated(cluster, scenario, sz)
+            out = await _emulated(cluster, scenario, sz, lookup_retry=mode == "emulated_retry")
         else:
             out = await _real(cluster, scenario, sz, meter)
     out.wall_s = time.perf_counter() - wall0
     return out
 
 
-async def _emulated(cluster: Any, scenario: str, sz: Size) -> Outcome:
+async def _emulated(cluster: Any, scenario: str, sz: Size, *, lookup_retry: bool) -> Outcome:
+    from emulator.cluster.client import ClientSettings
     from emulator.observe.publish import publish_accounting
 
     topics = [f"persistent://{NS}/t-{i}" for i in range(sz.topics)]
@@ -361,7 +364,7 @@ async def _emulated(cluster: Any, scenario: str, sz: Size) -> Outcome:
                 wall.append(time.monotonic() - since)
 
     cluster.events.subscribe(on_event)
-    client = cluster.add_client("bench")
+    client = cluster.add_client("bench", settings=ClientSettings(lookup_retry=lookup_retry))
     client.create_handles(topics, HandleKind.CONSUMER)
     client.create_handles(topics, HandleKind.PRODUCER)
 
@@ -467,13 +470,14 @@ def rows_of(results: dict[str, dict[str, Outcome]]) -> list[Row]:
     rows: list[Row] = []
     for scenario, by_mode in results.items():
         emu, real = figures(by_mode["emulated"]), figures(by_mode["real"])
+        retry = figures(by_mode["emulated_retry"]) if "emulated_retry" in by_mode else {}
         for key, unit, what in FIGURES:
             e, r = emu[key], real[key]
             ratio = e / r if e is not None and r else None
+            note = f"{what}; figure: emulated client, baseline: real pulsar-client" if key == "reconnects" else ""
             rows.append(Row(name=f"clients.{scenario}.{key}", figure=e, unit=unit, baseline=r,
-                            baseline_unit="real" if r is not None else "", ratio=ratio, note="" if key != "reconnects"
-                            else f"{what}; figure: emulated client, baseline: real pulsar-client",
-                            details={"what": what}))
+                            baseline_unit="real" if r is not None else "", ratio=ratio, note=note,
+                            details={"what": what, "emulated_lookup_retry": retry.get(key)}))
         for mode, o in by_mode.items():
             rows[-len(FIGURES)].details[mode] = {"wall_s": o.wall_s, "lookups": o.lookups,
                                                  "redirects": o.redirects, "reconnects_s": o.reconnects,
@@ -490,17 +494,19 @@ def _cell(x: float | None, unit: str) -> str:
 
 
 def side_by_side(results: dict[str, dict[str, Outcome]]) -> str:
-    """The table bench/README.md shows: a line per figure, emulated and real per scenario."""
+    """The table bench/README.md shows: a line per scenario and figure, a column per kind of client."""
     scenarios = list(results)
-    head = ["figure"] + [f"{s} {m}" for s in scenarios for m in ("emulated", "real")]
+    modes = [m for m in MODES if all(m in results[s] for s in scenarios)]
+    head = ["scenario", "figure", *modes]
     body = []
-    figs = {s: {m: figures(results[s][m]) for m in MODES} for s in scenarios}
-    for key, unit, _what in FIGURES:
-        body.append([key] + [_cell(figs[s][m][key], unit) for s in scenarios for m in MODES])
+    for s in scenarios:
+        figs = {m: figures(results[s][m]) for m in modes}
+        for key, unit, _what in FIGURES:
+            body.append([s, key, *(_cell(figs[m][key], unit) for m in modes)])
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(head, widths)) + " |",
              "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+    lines += ["| " + " | ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
                                 enumerate(zip(r, widths))) + " |" for r in body]
     return "\n".join(lines)
 
