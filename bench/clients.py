@@ -47,9 +47,10 @@ from emulator.cluster.messages import CloseHandle, HandleKind
 from .harness import Options, Row, quiet_logs, report
 
 SCENARIOS = ("unload", "kill", "restart")
-MODES = ("emulated", "emulated_retry", "real")
-"""`emulated`: the emulated client as scenarios run it (the Java client's steps); `emulated_retry`: the
-same with `ClientSettings(lookup_retry=True)`, the C++ client's retry inside a lookup; `real`: pulsar-client."""
+MODES = ("emulated", "emulated_cpp", "real")
+"""`emulated`: the emulated client as scenarios run it (the Java client's steps); `emulated_cpp`: the same
+with the C++ client's two differences on (`ClientSettings(lookup_retry=True, lockstep_jitter=True)`);
+`real`: pulsar-client."""
 NS = "public/bench"
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "clients.json")
 
@@ -291,6 +292,21 @@ async def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> Non
             await anyio.sleep(0.02)
 
 
+def cluster_settings() -> Any:
+    """The cost-free cluster of the wire tests, but the emulated client's own steps (TCP connect, lookup,
+    producer create, subscribe) take their calibrated times (latency.py's defaults, as scenarios run
+    them): the real client pays its real ones. Only emulated clients draw these, so the brokers are
+    the same for both kinds of client. Without them every emulated handle of an unload retries at
+    exactly +100.0 ms, all lookups of a bundle arrive at once and each takes the leader's redirect."""
+    from emulator.cluster.cluster import ClusterSettings
+    from emulator.cluster.latency import Latencies
+
+    d = Latencies()
+    return ClusterSettings(latency=msgspec.structs.replace(
+        Latencies.zero(bundle_close=0.02, topic_close=0.002), tcp_connect=d.tcp_connect, lookup=d.lookup,
+        producer_create=d.producer_create, subscribe=d.subscribe))
+
+
 def _free_base_port(span: int) -> int:
     """A port P such that P .. P + span - 1 are free on loopback now."""
     import socket
@@ -333,17 +349,17 @@ async def _scenario(scenario: str, mode: str, sz: Size, seed: int) -> Outcome:
     else:
         load = FlatLoad(rate=sz.rate, msg_size=100)
     async with Cluster.start(sz.brokers, conf=conf, seed=seed, clock=WallClock(), load_source=load,
-                             namespaces={NS: sz.bundles}) as cluster:
+                             namespaces={NS: sz.bundles}, settings=cluster_settings()) as cluster:
         await cluster.wait_for_leader()
         if meter is None:
-            out = await _emulated(cluster, scenario, sz, lookup_retry=mode == "emulated_retry")
+            out = await _emulated(cluster, scenario, sz, cpp=mode == "emulated_cpp")
         else:
             out = await _real(cluster, scenario, sz, meter)
     out.wall_s = time.perf_counter() - wall0
     return out
 
 
-async def _emulated(cluster: Any, scenario: str, sz: Size, *, lookup_retry: bool) -> Outcome:
+async def _emulated(cluster: Any, scenario: str, sz: Size, *, cpp: bool) -> Outcome:
     from emulator.cluster.client import ClientSettings
     from emulator.observe.publish import publish_accounting
 
@@ -364,7 +380,7 @@ async def _emulated(cluster: Any, scenario: str, sz: Size, *, lookup_retry: bool
                 wall.append(time.monotonic() - since)
 
     cluster.events.subscribe(on_event)
-    client = cluster.add_client("bench", settings=ClientSettings(lookup_retry=lookup_retry))
+    client = cluster.add_client("bench", settings=ClientSettings(lookup_retry=cpp, lockstep_jitter=cpp))
     client.create_handles(topics, HandleKind.CONSUMER)
     client.create_handles(topics, HandleKind.PRODUCER)
 
@@ -470,14 +486,14 @@ def rows_of(results: dict[str, dict[str, Outcome]]) -> list[Row]:
     rows: list[Row] = []
     for scenario, by_mode in results.items():
         emu, real = figures(by_mode["emulated"]), figures(by_mode["real"])
-        retry = figures(by_mode["emulated_retry"]) if "emulated_retry" in by_mode else {}
+        cpp = figures(by_mode["emulated_cpp"]) if "emulated_cpp" in by_mode else {}
         for key, unit, what in FIGURES:
             e, r = emu[key], real[key]
             ratio = e / r if e is not None and r else None
             note = f"{what}; figure: emulated client, baseline: real pulsar-client" if key == "reconnects" else ""
             rows.append(Row(name=f"clients.{scenario}.{key}", figure=e, unit=unit, baseline=r,
                             baseline_unit="real" if r is not None else "", ratio=ratio, note=note,
-                            details={"what": what, "emulated_lookup_retry": retry.get(key)}))
+                            details={"what": what, "emulated_cpp": cpp.get(key)}))
         for mode, o in by_mode.items():
             rows[-len(FIGURES)].details[mode] = {"wall_s": o.wall_s, "lookups": o.lookups,
                                                  "redirects": o.redirects, "reconnects_s": o.reconnects,

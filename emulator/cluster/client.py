@@ -35,7 +35,7 @@ import msgspec
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
-from .backoff import Backoff
+from .backoff import Backoff, LockstepJitter
 from .connection_pool import REJECTED, SEND, SERVICE, ConnectionPool, LookupPermits
 from .capacity import Capacity
 from .client_stats import ClientStats, LookupRecord
@@ -72,6 +72,7 @@ class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     rejected_reset: float = 60.0             # rejectedRequestResetTimeSec
     record_lookups: bool = False             # keep every lookup's hops (tests, debugging)
     lookup_retry: bool = False               # the C++ client's retry inside a lookup (lookup_retry.py)
+    lockstep_jitter: bool = False            # the C++ client's per-second jitter (backoff.LockstepJitter)
     service_url: str = "list"
     """How the client's serviceUrl resolves to a broker for each new lookup connection.
     "list": `pulsar://b1,b2,...` naming the brokers live when the client was made, taken round robin
@@ -216,6 +217,7 @@ class PulsarClient(Actor):
         # broker id -> ids of the handles attached there since the last scan (a superset: checked on
         # close), so that a connection's close does not walk every handle (100 brokers x 1,000 handles)
         self._attached_at: dict[str, set[int]] = {}
+        self._lockstep = LockstepJitter(self.rng) if self.settings.lockstep_jitter else None
 
     async def on_start(self) -> None:
         self.network.register_client(self.name, self)
@@ -260,8 +262,9 @@ class PulsarClient(Actor):
         for topic in topics:
             for _ in range(per_topic):
                 hid = next(self._ids)
-                backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000),
-                                  mandatory_stop, self.rng)
+                backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000), mandatory_stop,
+                                  self._lockstep.stream(int(self.system.clock.now_ms()) // 1000)
+                                  if self._lockstep is not None else self.rng)
                 h = Handle(hid, topic, kind, backoff, self.now + self._lookup_timeout)
                 self.handles[hid] = h
                 ids.append(hid)

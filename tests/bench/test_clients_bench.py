@@ -54,7 +54,7 @@ def test_quick_unload_storm_with_both_clients(tmp_path):
                            "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     head = proc.stdout.splitlines()[0].split("|")
-    assert [c.strip() for c in head[1:-1]] == ["scenario", "figure", "emulated", "emulated_retry", "real"]
+    assert [c.strip() for c in head[1:-1]] == ["scenario", "figure", "emulated", "emulated_cpp", "real"]
     doc = json.loads(out.read_text())
     rows = {r["name"]: r for r in doc["rows"]}
     topics = doc["size"]["topics"]
@@ -66,4 +66,4 @@ def test_quick_unload_storm_with_both_clients(tmp_path):
     assert 0.09 <= p50["figure"] < 1.0 and 0.09 <= p50["baseline"] < 1.0
     assert rows["clients.unload.lookups_per_reconnect"]["baseline"] >= 1.0
     failed = rows["clients.unload.failed_sends"]
-    assert failed["figure"] == 0 == failed["baseline"] == failed["details"]["emulated_lookup_retry"]
+    assert failed["figure"] == 0 == failed["baseline"] == failed["details"]["emulated_cpp"]

@@ -58,3 +58,23 @@ def test_what_the_cpp_client_retries_and_for_how_long():
     assert delays[0] == 0.1 and 0.18 <= delays[1] <= 0.2 and 0.36 <= delays[2] <= 0.4
     assert r.delay(39.95, 39950) == pytest.approx(0.05)   # capped by what is left of the timeout
     assert r.delay(40.0, 40000) is None                    # operationTimeout passed: the lookup fails
+
+
+def test_lockstep_jitter_backoffs_of_one_second_wait_the_same_and_others_do_not():
+    import random
+
+    from emulator.cluster.backoff import Backoff, LockstepJitter
+
+    jitter = LockstepJitter(random.Random(3))
+
+    def steps(stream) -> list[int]:
+        b = Backoff(100, 60_000, 0, stream)
+        return [b.next(1000 * k) for k in range(8)]
+
+    a, b, other = steps(jitter.stream(7)), steps(jitter.stream(7)), steps(jitter.stream(8))
+    assert a == b                           # created in the same second: the same waits (C++ time(NULL) seed)
+    assert a != other                       # another second, other draws
+    assert all(x <= y for x, y in zip(a[1:], [200, 400, 800, 1600, 3200, 6400, 12800]))
+    java = Backoff(100, 60_000, 0, random.Random(3)), Backoff(100, 60_000, 0, random.Random(4))
+    assert [j.next(0) for j in java][0] == 100 and [java[0].next(k) for k in range(6)] != \
+        [java[1].next(k) for k in range(6)]   # Java: every Backoff its own draws
