@@ -41,21 +41,8 @@ from .capacity import Capacity
 from .client_stats import ClientStats, LookupRecord
 from .latency import Latencies, LatencySampler
 from .lookup_retry import LookupRetry, retryable
-from .messages import (
-    Attach,
-    AttachResult,
-    CloseHandle,
-    TopicFenced,
-    ConnectionClosed,
-    CreateHandles,
-    Detach,
-    HandleKind,
-    LookupTopic,
-    LookupTopicResponse,
-    LookupType,
-    SendError,
-    ServerError,
-)
+from .messages import (Attach, AttachResult, CloseHandle, TopicFenced, ConnectionClosed, CreateHandles, Detach,
+                       HandleKind, LookupTopic, LookupTopicResponse, LookupType, SendError, ServerError)
 from .network import Network
 
 
@@ -301,14 +288,17 @@ class PulsarClient(Actor):
         """The lookup's answer: LOOKING_UP / REDIRECTED -> CONNECTING, or connectionFailed.
 
         Attaching costs a connection to the owner if the client has none (`tcp_connect`) and the
-        CommandProducer / CommandSubscribe round trip (`producer_create` / `subscribe`); the topic's
-        load at the owner is the broker's (topic_loader.py)."""
+        CommandProducer / CommandSubscribe round trip (`producer_create` / `subscribe`), the topic's load
+        at the owner the broker's (topic_loader.py); a broker not listening refuses the TCP connect
+        after a round trip, before any command (ClientConnection / ConnectionPool: the handle fails)."""
         if broker_id is None:
             self._connection_failed(h, error or "lookup failed")
             return
         self._enter(h, Phase.CONNECTING)
-        delay = 2 * self.network.latency + self.pool.connect_time(broker_id) + self.latency(
-            "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
+        delay = 2 * self.network.latency
+        if self.network.is_listening(broker_id):
+            delay += self.pool.connect_time(broker_id) + self.latency(
+                "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
         if delay > 0:
             self.call_later(delay, self._attach, h, broker_id)
         else:
