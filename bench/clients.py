@@ -1,8 +1,9 @@
 """`python -m bench.clients [--quick] [--out FILE]`: the emulated clients held against the real one.
 
-The same small scenario runs twice on the wall clock, once with the emulator's own clients
-(emulator/cluster/client.py) and once with real `pulsar.Client` producers and consumers (the C++
-client's Python wheel) talking Pulsar's binary protocol to the same emulated brokers (emulator/wire/):
+The same small scenario runs on the wall clock with the emulator's own clients (emulator/cluster/
+client.py; `MODES`: as scenarios run them, and with the C++ client's differences on) and with real
+`pulsar.Client` producers and consumers (the C++ client's Python wheel) talking Pulsar's binary protocol
+to the same emulated brokers (emulator/wire/):
 4 brokers, a namespace of `bundles` bundles, `topics` topics each with one producer publishing `rate`
 msg/s and one consumer. Scenarios, each on a fresh cluster: `unload` (an admin unload of every bundle at
 once), `kill` (the broker owning most bundles crashes; its session expires after `session_s`),
