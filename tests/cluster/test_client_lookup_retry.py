@@ -78,3 +78,30 @@ def test_lockstep_jitter_backoffs_of_one_second_wait_the_same_and_others_do_not(
     java = Backoff(100, 60_000, 0, random.Random(3)), Backoff(100, 60_000, 0, random.Random(4))
     assert [j.next(0) for j in java][0] == 100 and [java[0].next(k) for k in range(6)] != \
         [java[1].next(k) for k in range(6)]   # Java: every Backoff its own draws
+
+
+@pytest.mark.asyncio
+async def test_a_dead_brokers_attach_fails_at_the_tcp_connect_without_a_producer_command():
+    """ConnectionPool.getConnection fails before CommandProducer is sent (Java and C++ alike): no
+    `producer_create` draw, no pooled connection to the dead broker, the handle backs off at once."""
+    from emulator.cluster.client import Phase
+    from emulator.cluster.cluster import ClusterSettings
+    from emulator.cluster.latency import Latencies
+
+    async with emulated_cluster(3, seed=2, namespaces={NS: 4},
+                                settings=ClusterSettings(latency=Latencies())) as cluster:
+        client = cluster.add_client()
+        (hid,) = client.create_handles(TOPICS[:1], HandleKind.PRODUCER)
+        await cluster.wait_until(lambda: client.connected_count() == 1, timeout=60)
+        victim = next(b for b in cluster.live_brokers() if b not in (client.handles[hid].broker_id,
+                                                                     cluster.leader()))
+        cluster.kill_broker(victim)
+        await cluster.wait_until(lambda: victim not in client.pool._cnx, timeout=10)   # its connection dropped
+        draws: list[str] = []
+        sample = client.latency
+        client.latency = lambda name: draws.append(name) or sample(name)   # type: ignore[method-assign]
+        h = client.handles[hid]
+        h.phase = Phase.BACKING_OFF
+        client._on_broker(h, victim, None)   # a lookup that answered the dead broker
+        assert h.phase is Phase.BACKING_OFF and draws == []     # failed at once, nothing drawn
+        assert victim not in client.pool._cnx
