@@ -35,25 +35,14 @@ import msgspec
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from .events import ClusterEvents, HandleConnected, HandleDisconnected, HandleFailed, HandleReconnected
-from .backoff import Backoff
+from .backoff import Backoff, LockstepJitter
 from .connection_pool import REJECTED, SEND, SERVICE, ConnectionPool, LookupPermits
 from .capacity import Capacity
+from .client_stats import ClientStats, LookupRecord
 from .latency import Latencies, LatencySampler
-from .messages import (
-    Attach,
-    AttachResult,
-    CloseHandle,
-    TopicFenced,
-    ConnectionClosed,
-    CreateHandles,
-    Detach,
-    HandleKind,
-    LookupTopic,
-    LookupTopicResponse,
-    LookupType,
-    SendError,
-    ServerError,
-)
+from .lookup_retry import LookupRetry, retryable
+from .messages import (Attach, AttachResult, CloseHandle, TopicFenced, ConnectionClosed, CreateHandles, Detach,
+                       HandleKind, LookupTopic, LookupTopicResponse, LookupType, SendError, ServerError)
 from .network import Network
 
 
@@ -69,6 +58,8 @@ class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_rejected_per_connection: int = 50    # maxNumberOfRejectedRequestPerConnection
     rejected_reset: float = 60.0             # rejectedRequestResetTimeSec
     record_lookups: bool = False             # keep every lookup's hops (tests, debugging)
+    lookup_retry: bool = False               # the C++ client's retry inside a lookup (lookup_retry.py)
+    lockstep_jitter: bool = False            # the C++ client's per-second jitter (backoff.LockstepJitter)
     service_url: str = "list"
     """How the client's serviceUrl resolves to a broker for each new lookup connection.
     "list": `pulsar://b1,b2,...` naming the brokers live when the client was made, taken round robin
@@ -77,28 +68,6 @@ class ClientSettings(msgspec.Struct, frozen=True, kw_only=True):
     the ready brokers (a Kubernetes Service, a DNS record or a TCP load balancer, as the Pulsar Helm
     chart deploys it): each lookup connection goes to a broker that is listening, picked at random
     with the client's seeded RNG (kube-proxy's random endpoint choice)."""
-
-
-class LookupRecord(msgspec.Struct):
-    """One client lookup, hop by hop: (broker asked, authoritative flag sent, answer type)."""
-
-    topic: str
-    start: float
-    hops: list[tuple[str, bool, str]] = []
-    end: float | None = None
-    outcome: str = ""          # "Connect:<broker>" or "Failed:<reason>"
-
-
-class ClientStats:
-    """What the metrics, the summary and the tests read of a client's connecting."""
-
-    __slots__ = ("lookups", "lookups_failed", "lookup_redirects", "attach_failures", "reconnects",
-                 "connection_closes", "transfers")
-
-    def __init__(self) -> None:
-        self.lookups = self.lookups_failed = self.lookup_redirects = 0
-        self.attach_failures = self.reconnects = self.connection_closes = 0
-        self.transfers = 0   # reconnects straight to an assigned broker (PIP-307), no lookup
 
 
 class Phase(Enum):
@@ -181,7 +150,7 @@ class _Lookup:
     """One lookup in flight: where it is in its redirects, and the handles waiting for it."""
 
     __slots__ = ("topic", "rid", "record", "address", "authoritative", "redirects", "waiters",
-                 "broker", "cnx", "permits")
+                 "broker", "cnx", "permits", "retry")
 
     def __init__(self, topic: str, rid: int, record: LookupRecord, address: str,
                  first: Handle) -> None:
@@ -196,6 +165,7 @@ class _Lookup:
         self.broker: Actor | None = None
         self.cnx = ""
         self.permits: LookupPermits | None = None
+        self.retry: LookupRetry | None = None   # ClientSettings.lookup_retry: its retries so far
 
 
 class PulsarClient(Actor):
@@ -234,6 +204,7 @@ class PulsarClient(Actor):
         # broker id -> ids of the handles attached there since the last scan (a superset: checked on
         # close), so that a connection's close does not walk every handle (100 brokers x 1,000 handles)
         self._attached_at: dict[str, set[int]] = {}
+        self._lockstep = LockstepJitter(self.rng) if self.settings.lockstep_jitter else None
 
     async def on_start(self) -> None:
         self.network.register_client(self.name, self)
@@ -278,8 +249,9 @@ class PulsarClient(Actor):
         for topic in topics:
             for _ in range(per_topic):
                 hid = next(self._ids)
-                backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000),
-                                  mandatory_stop, self.rng)
+                backoff = Backoff(int(s.initial_backoff * 1000), int(s.max_backoff * 1000), mandatory_stop,
+                                  self._lockstep.stream(int(self.system.clock.now_ms()) // 1000)
+                                  if self._lockstep is not None else self.rng)
                 h = Handle(hid, topic, kind, backoff, self.now + self._lookup_timeout)
                 self.handles[hid] = h
                 ids.append(hid)
@@ -316,14 +288,17 @@ class PulsarClient(Actor):
         """The lookup's answer: LOOKING_UP / REDIRECTED -> CONNECTING, or connectionFailed.
 
         Attaching costs a connection to the owner if the client has none (`tcp_connect`) and the
-        CommandProducer / CommandSubscribe round trip (`producer_create` / `subscribe`); the topic's
-        load at the owner is the broker's (topic_loader.py)."""
+        CommandProducer / CommandSubscribe round trip (`producer_create` / `subscribe`), the topic's load
+        at the owner the broker's (topic_loader.py); a broker not listening refuses the TCP connect
+        after a round trip, before any command (ClientConnection / ConnectionPool: the handle fails)."""
         if broker_id is None:
             self._connection_failed(h, error or "lookup failed")
             return
         self._enter(h, Phase.CONNECTING)
-        delay = 2 * self.network.latency + self.pool.connect_time(broker_id) + self.latency(
-            "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
+        delay = 2 * self.network.latency
+        if self.network.is_listening(broker_id):
+            delay += self.pool.connect_time(broker_id) + self.latency(
+                "producer_create" if h.kind is HandleKind.PRODUCER else "subscribe")
         if delay > 0:
             self.call_later(delay, self._attach, h, broker_id)
         else:
@@ -561,9 +536,23 @@ class PulsarClient(Actor):
         return lookup.redirects == 0 and self.settings.service_url == "service"
 
     def _lookup_failed(self, lookup: _Lookup, reason: str) -> None:
+        if self.settings.lookup_retry and retryable(reason) and self._lookup_retried(lookup):
+            return
         self.stats.lookups_failed += 1
         lookup.record.outcome = f"Failed:{reason}"
         self._lookup_ended(lookup, None, reason)
+
+    def _lookup_retried(self, lookup: _Lookup) -> bool:
+        """RetryableOperation.runImpl: the lookup again from a service-URL host after its own backoff,
+        the waiting handles still waiting (lookup_retry.py); False once its operation timeout passed."""
+        if lookup.retry is None:
+            lookup.retry = LookupRetry(lookup.record.start, self.settings.operation_timeout, self.rng)
+        delay = lookup.retry.delay(self.now, self.system.clock.now_ms())
+        if delay is None:
+            return False
+        lookup.address, lookup.redirects, lookup.authoritative = self.pool.next_service_url(), 0, False
+        self.call_later(delay, self._lookup_send, lookup)
+        return True
 
     def _lookup_ended(self, lookup: _Lookup, broker_id: str | None, reason: str | None) -> None:
         record = lookup.record
