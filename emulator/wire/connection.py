@@ -20,7 +20,7 @@ closed (PulsarDecoder: an exception closes the channel); the broker is never tou
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -43,6 +43,7 @@ from emulator.model.bundles import full_topic_name, parse_topic
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from . import PulsarApi_pb2 as pb
+from .ledger_write import LedgerWrites, PendingWrite, WriteLatency
 from .codec import MAX_MESSAGE_SIZE, FrameDecoder, FrameError, encode, encode_payload, split_entry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +68,8 @@ class _Producer:
     topic: str
     name: str
     fenced: bool = False
+    writes: LedgerWrites = field(default_factory=LedgerWrites)
+    """Its SENDs being persisted (ledger_write.py)."""
 
 
 @dataclass(slots=True)
@@ -87,6 +90,8 @@ class ConnectionHost(Protocol):
     def logs(self) -> "TopicLogs": ...
     @property
     def meter(self) -> "RateMeter": ...
+    @property
+    def write_latency(self) -> "WriteLatency": ...
 
     def url_of(self, broker_id: str) -> str: ...
     def broker_actor(self, broker_id: str) -> Actor: ...
@@ -385,14 +390,41 @@ class WireConnection(Actor):
                 message="Checksum failed on the broker")))
             return
         messages = max(s.num_messages, meta.num_messages_in_batch, 1)
+        writes = producer.writes
+        writes.add(self.now, self.server.write_latency.draw(), PendingWrite(
+            0.0, s.producer_id, s.sequence_id, s.highest_sequence_id if s.HasField("highest_sequence_id") else None,
+            entry, messages, len(payload)))
+        if not writes.running:
+            writes.running = True
+            self.start_soon(self._persist, producer)
+
+    async def _persist(self, producer: _Producer) -> None:
+        """The producer's writes as they complete (ledger_write.py), each then stored, receipted and
+        dispatched; dropped when the producer or the connection is gone (the client resends)."""
+        writes = producer.writes
+        try:
+            while writes.queue:
+                wait = writes.queue[0].done - self.now
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                w = writes.queue.popleft()
+                if self.closed or self.producers.get(w.producer_id) is not producer or producer.fenced:
+                    writes.queue.clear()
+                    return
+                self._persisted(producer, w)
+        finally:
+            writes.running = False
+
+    def _persisted(self, producer: _Producer, w: PendingWrite) -> None:
         log_ = self.server.logs.get(producer.topic)
-        eid, _stored = log_.append(producer.name, s.sequence_id, s.highest_sequence_id, entry, messages)
+        eid, _stored = log_.append(producer.name, w.sequence_id, w.highest_sequence_id or w.sequence_id,
+                                   w.entry, w.messages)
         if _stored:
-            self.server.meter.published(producer.topic, self.now, messages, len(payload))
-        receipt = pb.CommandSendReceipt(producer_id=s.producer_id, sequence_id=s.sequence_id,
+            self.server.meter.published(producer.topic, self.now, w.messages, w.payload_bytes)
+        receipt = pb.CommandSendReceipt(producer_id=w.producer_id, sequence_id=w.sequence_id,
                                         message_id=pb.MessageIdData(ledgerId=log_.ledger_id, entryId=eid))
-        if s.HasField("highest_sequence_id"):
-            receipt.highest_sequence_id = s.highest_sequence_id
+        if w.highest_sequence_id is not None:
+            receipt.highest_sequence_id = w.highest_sequence_id
         self.send(pb.BaseCommand(type=_T.SEND_RECEIPT, send_receipt=receipt))
         if _stored:
             self.server.dispatch_topic(producer.topic)

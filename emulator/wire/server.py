@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from emulator.runtime import Actor
+from emulator.model.publish_latency import BaseLatency
+from emulator.runtime import Actor, derive_rng
 
 from .connection import WireConnection
 from .meter import RateMeter
+from .ledger_write import WriteLatency
 from .topic_log import TopicLogs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +50,10 @@ class WireServer:
         self.host = host
         self.meter = meter or RateMeter()
         self.logs = TopicLogs(max_entries, deduplicate=cluster.conf.broker_deduplication_enabled)
+        accounting = getattr(cluster, "publish_accounting", None)   # the run's, with its base latency
+        self.write_latency = WriteLatency(accounting.base if accounting is not None else BaseLatency(),
+                                          derive_rng(cluster.system.seed, "wire/ledger-writes"))
+        """How long a SEND takes to persist before its receipt (ledger_write.py)."""
         self.partitions = dict(partitions or {})
         self.keep_alive = keep_alive
         self.ports: dict[str, int] = {}

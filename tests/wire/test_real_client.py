@@ -103,6 +103,32 @@ def test_a_short_topic_name_makes_public_default_on_first_use():
     assert with_cluster(body, namespaces={"acme/app": 4})
 
 
+def test_a_send_is_receipted_once_persisted():
+    """The receipt waits for the write (ledger_write.py: BaseLatency, median 3 ms): a synchronous send
+    takes at least that, where an immediate receipt took well under a millisecond on loopback."""
+    topic = "persistent://public/default/persisted"
+
+    async def body(cluster, server):
+        def work():
+            client = _client(server, cluster.live_brokers())
+            try:
+                producer = client.create_producer(topic, batching_enabled=False)
+                took = []
+                for i in range(41):
+                    t = time.perf_counter()
+                    producer.send(f"m{i}".encode())
+                    took.append(time.perf_counter() - t)
+                return sorted(took)[20]
+            finally:
+                client.close()
+
+        median = await in_thread(work)
+        assert median > 0.0022, median
+        return True
+
+    assert with_cluster(body)
+
+
 def test_batches_round_trip_and_count_in_the_stats():
     topic = "persistent://public/default/batched"
 

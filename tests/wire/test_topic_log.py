@@ -85,3 +85,22 @@ count = 1
 name = "plain-{i}"
 ''')
     assert partitioned_topics(scenario) == {"persistent://a/b/orders-0": 3, "persistent://a/b/orders-1": 3}
+
+
+def test_a_producers_writes_complete_in_the_order_sent():
+    """A write never completes before the one sent ahead of it (the managed ledger acks adds in order,
+    the client needs receipts in sequence order), and a draw is BaseLatency's log-normal."""
+    import random
+
+    from emulator.model.publish_latency import BaseLatency
+    from emulator.wire.ledger_write import LedgerWrites, PendingWrite, WriteLatency
+
+    writes = LedgerWrites()
+    w = PendingWrite(0.0, 1, 0, None, b"x", 1, 1)
+    assert writes.add(10.0, 0.009, w).done == 10.009
+    assert writes.add(10.001, 0.002, w._replace(sequence_id=1)).done == 10.009   # not before the first
+    assert writes.add(10.008, 0.003, w._replace(sequence_id=2)).done == 10.008 + 0.003   # later: its own
+    assert [q.sequence_id for q in writes.queue] == [0, 1, 2]
+    latency = WriteLatency(BaseLatency(), random.Random(1))
+    draws = sorted(latency.draw() for _ in range(4001))
+    assert abs(draws[2000] - 0.003) < 0.0003 and abs(draws[3960] - 0.009) < 0.0015
