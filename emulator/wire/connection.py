@@ -43,7 +43,7 @@ from emulator.model.bundles import full_topic_name, parse_topic
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
 from . import PulsarApi_pb2 as pb
-from .ledger_write import LedgerWrites, PendingWrite, WriteLatency
+from .ledger_write import LedgerWrites, PendingWrite, WriteLatency, arrival
 from .codec import MAX_MESSAGE_SIZE, FrameDecoder, FrameError, encode, encode_payload, split_entry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -391,7 +391,7 @@ class WireConnection(Actor):
             return
         messages = max(s.num_messages, meta.num_messages_in_batch, 1)
         writes = producer.writes
-        writes.add(self.now, self.server.write_latency.draw(), PendingWrite(
+        writes.add(arrival(self.now), self.server.write_latency.draw(), PendingWrite(
             0.0, s.producer_id, s.sequence_id, s.highest_sequence_id if s.HasField("highest_sequence_id") else None,
             entry, messages, len(payload)))
         if not writes.running:

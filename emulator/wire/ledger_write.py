@@ -10,10 +10,16 @@ sent (`done` never earlier than the previous one's): the managed ledger acknowle
 the client requires receipts in sequence order. A write still pending when its producer or connection
 closes is dropped with it: the client had no receipt, so it sends the message again after reconnecting
 (at least once; `brokerDeduplicationEnabled` stores it once).
+
+On the wall clock a SEND is a real event: the paced loop runs it at the emulated time of its last timer,
+which lags the wall clock while the loop waits for its next one (emulator/runtime/paced_loop.py). The
+write starts at `arrival()`, the wall clock's emulated time (`PacedEventLoop.wall_now`), so the receipt
+comes a drawn latency after the SEND really arrived, not after that last timer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 from collections import deque
@@ -21,7 +27,14 @@ from typing import NamedTuple
 
 from emulator.model.publish_latency import BaseLatency
 
-__all__ = ["LedgerWrites", "PendingWrite", "WriteLatency"]
+__all__ = ["LedgerWrites", "PendingWrite", "WriteLatency", "arrival"]
+
+
+def arrival(loop_now: float) -> float:
+    """The emulated instant a real event arrived: the wall clock's on the paced loop (never before the
+    loop's own time), the loop's time on any other."""
+    wall_now = getattr(asyncio.get_running_loop(), "wall_now", None)
+    return max(loop_now, wall_now()) if wall_now is not None else loop_now
 
 
 class PendingWrite(NamedTuple):
