@@ -100,9 +100,9 @@ def read_rows(results_dir: str | Path) -> dict[str, RunRow]:
     return rows
 
 
-def _child(runner: Runner, args: tuple[Any, ...], send: Any) -> None:
+def _child(runner: Callable[..., Any], args: tuple[Any, ...], send: Any) -> None:
     try:
-        out = resolve_runner(runner)(*args)
+        out = runner(*args)
         send.send(("done", tuple(out) if isinstance(out, tuple) else (str(out), 0, None)))
     except BaseException as e:   # noqa: BLE001 - every failure becomes the run's row
         send.send(("raised", traceback.format_exception_only(type(e), e)[-1].strip()))
@@ -121,10 +121,17 @@ def _died(exitcode: int | None) -> str:
 
 def _attempt(runner: Runner, args: tuple[Any, ...], timeout: float | None
              ) -> tuple[str, int | None, str | None, str | None]:
-    """(status, exit code, reason, run folder) of one run in a forked child."""
+    """(status, exit code, reason, run folder) of one run in a forked child.
+
+    The runner is imported here, in the worker, so that its modules are loaded once per Python worker
+    and every child starts with them (a run of a small scenario is mostly import time otherwise)."""
+    try:
+        function = resolve_runner(runner)
+    except Exception as e:   # noqa: BLE001 - a runner that does not import is every run's error
+        return "error", None, traceback.format_exception_only(type(e), e)[-1].strip(), None
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(runner, args, send), daemon=True)
+    proc = ctx.Process(target=_child, args=(function, args, send), daemon=True)
     proc.start()
     send.close()
     try:
