@@ -118,6 +118,20 @@ def quiet_environment(master: str | None) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def _check_local_python(master: str | None, conf: Mapping[str, str] | None, python: str | None) -> None:
+    """In local mode the workers' Python runs here: one that is not here is bad input, said before the
+    JVM starts (elsewhere only the workers can tell)."""
+    import shutil
+
+    from emulator.pipeline.shipping import worker_python
+
+    if _is_local(master):
+        exe = worker_python(master, conf, python)
+        if shutil.which(exe) is None:
+            raise ValueError(f"the workers' Python = {exe!r} (--python, spark.pyspark.python or PYSPARK_PYTHON): "
+                             "not an interpreter on this machine")
+
+
 def start_session(master: str | None = DEFAULT_MASTER, *, app_name: str = APP_NAME,
                   conf: Mapping[str, str] | None = None, python: str | None = None) -> "SparkSession":
     """Start (or join) a quiet SparkSession with the project shipped (`ship_project`). `master=None`
@@ -126,6 +140,7 @@ def start_session(master: str | None = DEFAULT_MASTER, *, app_name: str = APP_NA
         raise ValueError(f"master = {master!r}: expected a Spark master URL such as local[*]")
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"conf = {conf!r}: expected a mapping of Spark property -> value")
+    _check_local_python(master, conf, python)
     quiet_environment(master)
     from pyspark.sql import SparkSession
 
@@ -194,7 +209,10 @@ def stop_session(session: "SparkSession") -> None:
     """Stop the session and remove the project zip's folder; a second stop is harmless."""
     import shutil
 
-    session.stop()
+    try:
+        session.stop()
+    except Exception:   # the JVM is gone already (killed with the command's process group): one line
+        pass            # about the failed job has been said, not a py4j traceback about the stop
     folder = getattr(session, "_pulsar_lb_ship_dir", None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)

@@ -195,6 +195,8 @@ def sweep_from_args(args: argparse.Namespace) -> int:
     except SparkJobError as e:
         sys.stderr.write(f"sweep: {e}\n")
         return 3
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     return 1 if result.failures else 0
 
 

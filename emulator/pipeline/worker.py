@@ -58,6 +58,9 @@ def job_error_line(exc: BaseException) -> str:
         if m:
             return (f"Spark's workers run Python {m.group(1)} but the driver runs {m.group(2)} ({sys.executable}); "
                     "give them the same version (--python PATH)")
+    m = re.search(r'Cannot run program "([^"]*)"[^\n]*', text)
+    if m:
+        return f"Spark could not start the workers' Python {m.group(1)!r}: {m.group(0).strip()}"[:500]
     errors = [m.group(1).strip() for m in _PY_ERROR.finditer(text)
               if not m.group(1).startswith(("py4j.", "org.", "java.", "scala."))]
     last = errors[-1] if errors else (text.strip().splitlines() or [type(exc).__name__])[0]

@@ -148,3 +148,16 @@ def test_unreadable_rows_are_run_again(tmp_path):
     (tmp_path / "s2-y.json").write_bytes(msgspec.json.encode(row))
     assert list(read_rows(tmp_path)) == ["s2-y"]
     assert read_rows(Path(tmp_path / "missing")) == {}
+
+
+def test_a_local_worker_python_that_is_not_here_is_bad_input_before_the_jvm_starts(tmp_path):
+    from emulator.pipeline.session import start_session
+
+    with pytest.raises(ValueError, match="the workers' Python = '/no/such/python'"):
+        start_session("local[1]", python="/no/such/python")
+    done = subprocess.run([sys.executable, "-m", "emulator", "sweep", "default", "--python", "/no/such/python",
+                           "--out", str(tmp_path / "s"), "--quiet"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith("not an interpreter on this machine")
+    assert "Traceback" not in done.stderr
