@@ -161,3 +161,17 @@ def test_a_local_worker_python_that_is_not_here_is_bad_input_before_the_jvm_star
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("not an interpreter on this machine")
     assert "Traceback" not in done.stderr
+
+
+def test_the_real_runner_reports_a_failed_expectation_as_exit_1(tmp_path):
+    from emulator.runner import run_recorded_status
+    from emulator.workload import library
+
+    scenario = tmp_path / "expect.toml"
+    text = library.source("default").replace('duration = "2h"', 'duration = "1m"').split("[[expect]]")[0]
+    scenario.write_text(text + '\n[[expect]]\nkpi = "unloads"\nmin = 1000000\n')
+    folder, code, reason = run_recorded_status(str(scenario), {}, 1, str(tmp_path / "runs"), None)
+    assert code == 1 and reason is not None and reason.endswith("[[expect]] failed")
+    assert (Path(folder) / "run.json").is_file()
+    folder, code, reason = run_recorded_status("default", {}, 1, str(tmp_path / "runs"), 10.0)
+    assert (code, reason) == (0, None)
