@@ -590,12 +590,27 @@ def run_recorded(scenario: str, overrides: dict[str, str], seed: int, out_dir: s
                  duration: float | None = None) -> str:
     """A sweep task: run a scenario with config overrides on the virtual clock, record it into a new
     folder under `out_dir` and return that folder's path."""
+    return run_recorded_status(scenario, overrides, seed, out_dir, duration)[0]
+
+
+def run_recorded_status(scenario: str, overrides: dict[str, str], seed: int, out_dir: str,
+                        duration: float | None = None) -> tuple[str, int, str | None]:
+    """`run_recorded` with the `run` command's exit code (0; 1 an invariant or [[expect]] failed; 3 an
+    actor failed) and, when not 0, a one-line reason: a sweep keeps a failed run as a row."""
     from emulator.observe.logs import configure_logging
 
     os.makedirs(out_dir, exist_ok=True)
     configure_logging(VirtualClock(), level="warning", stream=sys.stderr)
     opts = RunOptions(scenario=scenario, overrides={k: str(v) for k, v in overrides.items()},
                       seed=seed, duration=duration, record_dir=out_dir, grid=dict(overrides))
-    result = run(opts, out=open(os.devnull, "w"), err=open(os.devnull, "w"))
+    with open(os.devnull, "w") as out, open(os.devnull, "w") as err:
+        result = run(opts, out=out, err=err)
     assert result.record_path is not None
-    return result.record_path
+    if result.actor_failures:
+        return result.record_path, 3, f"{len(result.actor_failures)} actor failure(s): {result.actor_failures[0]}"
+    if result.violations or result.expectations_failed:
+        return result.record_path, 1, (f"{len(result.violations)} invariant violation(s): {result.violations[0]}"
+                                       if result.violations else
+                                       f"{result.expectations_failed} of {len(result.expectations)} "
+                                       "[[expect]] failed")
+    return result.record_path, 0, None

@@ -73,8 +73,12 @@ def add_rollup_options(p: argparse.ArgumentParser, master_default: str | None = 
     p.add_argument("--master", default=master_default,
                    help=f"Spark master (default {master_default or 'spark-submit decides'})")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a Spark setting, as spark-submit's --conf; repeatable (Spark's Python is this "
-                        "interpreter unless PYSPARK_PYTHON or --conf spark.pyspark.python says otherwise)")
+                   help="a Spark setting, as spark-submit's --conf; repeatable")
+    p.add_argument("--python", default=None, metavar="PATH",
+                   help="the Python Spark's workers run (default: this interpreter in local and standalone "
+                        "mode; on YARN/Kubernetes ./ALIAS/bin/python of the one packed environment in "
+                        "--conf spark.archives=env.tar.gz#ALIAS, else python3); same as --conf "
+                        "spark.pyspark.python=PATH")
     p.add_argument("--window", default="10m", help="time window of the per-window table (default 10m)")
     p.add_argument("--balance-bound", default="10",
                    help="usage range (percentage points) under which the cluster counts as balanced "
@@ -84,7 +88,14 @@ def add_rollup_options(p: argparse.ArgumentParser, master_default: str | None = 
 
 
 def conf_from_args(args: argparse.Namespace) -> dict[str, str]:
-    return parse_conf(getattr(args, "conf", None))
+    """--conf, with --python as `spark.pyspark.python` (the session's shipping reads it from there)."""
+    conf = parse_conf(getattr(args, "conf", None))
+    python = getattr(args, "python", None)
+    if python is not None:
+        if not str(python).strip():
+            raise UsageError(f"--python = {python!r}: expected the path of a Python interpreter")
+        conf["spark.pyspark.python"] = python
+    return conf
 
 
 def options_from_args(args: argparse.Namespace) -> RollupOptions:
@@ -173,10 +184,15 @@ def add_sweep_arguments(p: argparse.ArgumentParser, master_default: str | None =
     p.add_argument("scenario", metavar="SCENARIO", help="built-in scenario name or scenario TOML path")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                    help="a Pulsar config key, placement, shedder or load_manager (e.g. load_manager="
-                        "ModularLoadManagerImpl,ExtensibleLoadManagerImpl), with its values; repeatable")
+                        "ModularLoadManagerImpl,ExtensibleLoadManagerImpl), with its values; repeatable; "
+                        "none: the scenario's own configuration over --seeds")
     p.add_argument("--seeds", default="1", help="seeds, e.g. 1-10 or 1,2,5 (default 1)")
     p.add_argument("--duration", default=None, help="emulated time per run (default: the scenario's)")
+    p.add_argument("--run-timeout", default=None, metavar="DURATION",
+                   help="wall time after which a run is killed and recorded as status timeout, e.g. 10m "
+                        "(default: none)")
     p.add_argument("--out", default="sweep",
-                   help="output folder: runs/ and rollup/ (default ./sweep); on a cluster, on storage "
+                   help="output folder: runs/, results/ (a row per run, written as it ends: a rerun skips "
+                        "the runs done), results.csv and rollup/ (default ./sweep); on a cluster, on storage "
                         "every worker can read and write")
     add_rollup_options(p, master_default=master_default)

@@ -10,11 +10,15 @@ session is up, the level goes to WARN (or `$PULSAR_LB_SPARK_LOG_LEVEL`): warning
 `spark_session()` stops a session it started when its block ends, even on error, so no JVM outlives
 the command.
 
-Python: Spark's workers run the interpreter that runs this command (`spark.pyspark.python` =
-`sys.executable`), not whatever `python3` is first on PATH, unless `PYSPARK_PYTHON` or the conf says
-otherwise. Sizing (`sized_to` and `launch_conf`): a roll-up knows its input before Spark starts, so
-small inputs get a JVM that compiles less (C1 only) and plans without whole-stage code generation, and
-the shuffle partitions follow the data: one per core in local mode, one per 128 MiB of input (at least
+Python and code (`shipping.py`): the workers run the interpreter `shipping.worker_python` picks (this
+command's own in local and standalone mode, a packed environment's on YARN and Kubernetes, `--python`
+or `spark.pyspark.python` or `$PYSPARK_PYTHON` when given), set as `SparkContext.pythonExec`, which is
+what PySpark hands the workers; and the project goes with the job as a zip on the context's Python
+path, built once per session into a temporary folder that `stop_session` removes.
+
+Sizing (`sized_to` and `launch_conf`): a roll-up knows its input before Spark starts, so small inputs
+get a JVM that compiles less (C1 only) and plans without whole-stage code generation, and the shuffle
+partitions follow the data: one per core in local mode, one per 128 MiB of input (at least
 one, at most the default parallelism) on a cluster. A key the user set (`--conf`) always wins.
 """
 
@@ -23,7 +27,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping
@@ -56,11 +59,24 @@ def launch_conf(master: str | None, input_bytes: int | None) -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 
-def python_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`spark.pyspark.python` = this interpreter, unless PYSPARK_PYTHON or the conf names one."""
-    if os.environ.get("PYSPARK_PYTHON") or "spark.pyspark.python" in (conf or {}):
-        return {}
-    return {"spark.pyspark.python": sys.executable}
+def ship_project(session: "SparkSession", python: str | None = None) -> str:
+    """Point the workers at their interpreter and add the project zip; return the interpreter.
+
+    `python` (`--python`) wins over `spark.pyspark.python`, `$PYSPARK_PYTHON` and the default
+    (`shipping.worker_python`); the zip goes to a temporary folder kept until `stop_session`."""
+    import tempfile
+
+    from emulator.pipeline.shipping import build_project_zip, worker_python
+
+    sc = session.sparkContext
+    conf = dict(sc.getConf().getAll())
+    exe = worker_python(sc.master, conf, python)
+    sc.pythonExec = exe
+    if getattr(session, "_pulsar_lb_ship_dir", None) is None:
+        folder = tempfile.mkdtemp(prefix="pulsar-lb-ship-")
+        sc.addPyFile(str(build_project_zip(folder)))
+        session._pulsar_lb_ship_dir = folder  # type: ignore[attr-defined]
+    return exe
 
 
 def _local_conf(master: str | None) -> dict[str, str]:
@@ -102,23 +118,40 @@ def quiet_environment(master: str | None) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def _check_local_python(master: str | None, conf: Mapping[str, str] | None, python: str | None) -> None:
+    """In local mode the workers' Python runs here: one that is not here is bad input, said before the
+    JVM starts (elsewhere only the workers can tell)."""
+    import shutil
+
+    from emulator.pipeline.shipping import worker_python
+
+    if _is_local(master):
+        exe = worker_python(master, conf, python)
+        if shutil.which(exe) is None:
+            raise ValueError(f"the workers' Python = {exe!r} (--python, spark.pyspark.python or PYSPARK_PYTHON): "
+                             "not an interpreter on this machine")
+
+
 def start_session(master: str | None = DEFAULT_MASTER, *, app_name: str = APP_NAME,
-                  conf: Mapping[str, str] | None = None) -> "SparkSession":
-    """Start (or join) a quiet SparkSession. `master=None` leaves the master to `spark-submit`."""
+                  conf: Mapping[str, str] | None = None, python: str | None = None) -> "SparkSession":
+    """Start (or join) a quiet SparkSession with the project shipped (`ship_project`). `master=None`
+    leaves the master to `spark-submit`; `python` is the workers' interpreter (`--python`)."""
     if master is not None and (not isinstance(master, str) or not master.strip()):
         raise ValueError(f"master = {master!r}: expected a Spark master URL such as local[*]")
     if conf is not None and not isinstance(conf, Mapping):
         raise TypeError(f"conf = {conf!r}: expected a mapping of Spark property -> value")
+    _check_local_python(master, conf, python)
     quiet_environment(master)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    for key, value in {**_DEFAULT_CONF, **python_conf(conf), **(conf or {})}.items():
+    for key, value in {**_DEFAULT_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     tune_session(session)
+    ship_project(session, python)
     # start-up is silenced by log4j2.properties (errors only); from here on warnings are worth seeing
     session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
     return session
@@ -126,7 +159,8 @@ def start_session(master: str | None = DEFAULT_MASTER, *, app_name: str = APP_NA
 
 @contextmanager
 def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = APP_NAME,
-                  conf: Mapping[str, str] | None = None) -> Iterator["SparkSession"]:
+                  conf: Mapping[str, str] | None = None, python: str | None = None
+                  ) -> Iterator["SparkSession"]:
     """`with spark_session("local[2]") as spark:` stops the session at the end if it started it.
 
     A session already active in this process (a notebook's, a test fixture's, spark-submit's) is
@@ -137,7 +171,7 @@ def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = APP_NA
     if active is not None:
         yield active
         return
-    session = start_session(master, app_name=app_name, conf=conf)
+    session = start_session(master, app_name=app_name, conf=conf, python=python)
     try:
         yield session
     finally:
@@ -172,8 +206,17 @@ def sized_to(session: "SparkSession", input_bytes: int | None) -> Iterator[None]
 
 
 def stop_session(session: "SparkSession") -> None:
-    """Stop the session; a second stop is harmless."""
-    session.stop()
+    """Stop the session and remove the project zip's folder; a second stop is harmless."""
+    import shutil
+
+    try:
+        session.stop()
+    except Exception:   # the JVM is gone already (killed with the command's process group): one line
+        pass            # about the failed job has been said, not a py4j traceback about the stop
+    folder = getattr(session, "_pulsar_lb_ship_dir", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        session._pulsar_lb_ship_dir = None  # type: ignore[attr-defined]
 
 
 def jvm_peak_rss_bytes(session: "SparkSession") -> int | None:

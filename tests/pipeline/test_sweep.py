@@ -23,7 +23,10 @@ def test_two_configurations_two_seeds_make_four_recordings_and_two_comparison_ro
     assert not swept.failures
     assert len(swept.run_dirs) == 4
     runs_dir = Path(swept.out_dir) / "runs"
-    assert sorted(Path(d).parent for d in swept.run_dirs) == [runs_dir] * 4
+    # each run records into runs/<key>/, and its result row is in results/<key>.json
+    assert sorted(Path(d).parent.parent for d in swept.run_dirs) == [runs_dir] * 4
+    assert sorted(p.stem for p in (Path(swept.out_dir) / "results").glob("*.json")) == \
+        sorted(Path(d).parent.name for d in swept.run_dirs)
     assert all((Path(d) / "samples.jsonl").stat().st_size > 0 for d in swept.run_dirs)
     # every (configuration, seed) ran as its own Spark task
     assert sorted(int((Path(d) / "task.txt").read_text()) for d in swept.run_dirs) == [0, 1, 2, 3]
@@ -125,5 +128,5 @@ def test_sub_parsers_mount_with_handlers():
     assert a.run_dirs == ["r1", "r2"] and a.master == "local[*]" and a.func.__name__ == "cmd_rollup"
     a = parser.parse_args(["report", "out/rollup"])
     assert a.rollup_dir == "out/rollup" and a.out is None and a.func.__name__ == "cmd_report"
-    with pytest.raises(UsageError, match="--grid: give at least one"):
-        parser.parse_args(["sweep", "s"]).func(parser.parse_args(["sweep", "s"]))
+    a = parser.parse_args(["sweep", "default", "--seeds", "1-100", "--run-timeout", "10m", "--python", "/x/py"])
+    assert a.grid == [] and a.run_timeout == "10m" and a.python == "/x/py"   # --seeds alone is a study
