@@ -30,7 +30,6 @@ emulated / real.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import os
 import sys
@@ -44,6 +43,7 @@ import msgspec
 
 from emulator.cluster.events import Event, HandleDisconnected, HandleReconnected
 from emulator.cluster.messages import CloseHandle, HandleKind
+from emulator.wire.options import free_base_port
 
 from .harness import Options, Row, quiet_logs, report
 
@@ -117,9 +117,7 @@ class _Tap:
 
 
 def _tapped_server(cluster: Any, base_port: int, meter: Any, tap: _Tap) -> Any:
-    """A WireServer whose connections report attaches and closes to `tap` (a subclass here, since
-    emulator/wire/ offers no hook for it: a `connection_factory` argument would spare the copy of
-    `_accept` below)."""
+    """A WireServer whose connections (`connection_class`) report attaches and closes to `tap`."""
     from emulator.wire.connection import WireConnection
     from emulator.wire.server import WireServer
 
@@ -152,22 +150,7 @@ def _tapped_server(cluster: Any, base_port: int, meter: Any, tap: _Tap) -> Any:
                 tap.opened((h.topic, HandleKind.CONSUMER.value), self.broker_id, time.monotonic())
 
     class TappedServer(WireServer):
-        async def _accept(self, broker_id: str, reader: asyncio.StreamReader,
-                          writer: asyncio.StreamWriter) -> None:   # WireServer._accept, tapped
-            if not self.network.is_listening(broker_id):
-                writer.close()
-                return
-            name = f"wire-{broker_id.split(':')[0]}-{next(self._seq)}"
-            conn = TappedConnection(name, self.cluster.system, server=self, broker_id=broker_id,
-                                    reader=reader, writer=writer)
-            self.cluster.system.spawn(conn)
-            self.network.register_client(name, conn)
-            self._connections.add(conn)
-            pinger = asyncio.get_running_loop().create_task(conn.keep_alive(self.keep_alive))
-            try:
-                await conn.serve()
-            finally:
-                pinger.cancel()
+        connection_class = TappedConnection
 
     return TappedServer(cluster, base_port, meter=meter,
                         keep_alive=float(cluster.conf.keep_alive_interval_seconds))
@@ -308,31 +291,6 @@ def cluster_settings() -> Any:
         producer_create=d.producer_create, subscribe=d.subscribe))
 
 
-def _free_base_port(span: int) -> int:
-    """A port P such that P .. P + span - 1 are free on loopback now."""
-    import socket
-
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = int(s.getsockname()[1])
-        if base + span >= 65535:
-            continue
-        socks: list[socket.socket] = []
-        try:
-            for p in range(base, base + span):
-                t = socket.socket()
-                socks.append(t)
-                t.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for t in socks:
-                t.close()
-    raise RuntimeError("no free range of loopback ports")
-
-
 async def _scenario(scenario: str, mode: str, sz: Size, seed: int) -> Outcome:
     from emulator.cluster.cluster import Cluster
     from emulator.cluster.load_source import FlatLoad
@@ -412,7 +370,7 @@ async def _real(cluster: Any, scenario: str, sz: Size, meter: Any) -> Outcome:
 
     topics = [f"persistent://{NS}/t-{i}" for i in range(sz.topics)]
     tap = _Tap()
-    server = _tapped_server(cluster, _free_base_port(sz.brokers + 2), meter, tap)
+    server = _tapped_server(cluster, free_base_port(sz.brokers + 2), meter, tap)
     await server.start()
     try:
         hosts = ",".join(f"127.0.0.1:{server.port_of(b)}" for b in cluster.live_brokers())

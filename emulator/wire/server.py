@@ -42,6 +42,9 @@ _BROKER_N = re.compile(r"^broker-(\d+):")
 
 
 class WireServer:
+    connection_class: type[WireConnection] = WireConnection
+    """What serves each accepted connection (a subclass can watch them: bench/clients.py)."""
+
     def __init__(self, cluster: "Cluster", base_port: int, host: str = "127.0.0.1", *,
                  meter: RateMeter | None = None, partitions: Mapping[str, int] | None = None,
                  keep_alive: float = KEEP_ALIVE_SECONDS, max_entries: int = 100_000) -> None:
@@ -150,8 +153,8 @@ class WireServer:
             writer.close()
             return
         name = f"wire-{broker_id.split(':')[0]}-{next(self._seq)}"
-        conn = WireConnection(name, self.cluster.system, server=self, broker_id=broker_id,
-                              reader=reader, writer=writer)
+        conn = self.connection_class(name, self.cluster.system, server=self, broker_id=broker_id,
+                                     reader=reader, writer=writer)
         self.cluster.system.spawn(conn)
         self.network.register_client(name, conn)
         self._connections.add(conn)

@@ -6,7 +6,6 @@ The real client is blocking (the C++ client under Python), so its calls run in w
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,30 +16,8 @@ from emulator.cluster.load_source import FlatLoad
 from emulator.model.config import ServiceConfig
 from emulator.runtime import WallClock, run
 from emulator.wire.meter import MeteredLoadSource, RateMeter
+from emulator.wire.options import free_base_port
 from emulator.wire.server import WireServer
-
-
-def free_base_port(span: int = 8) -> int:
-    """A port P such that P .. P + span - 1 are free on loopback now."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + span >= 65535:
-            continue
-        socks = []
-        try:
-            for p in range(base, base + span):
-                t = socket.socket()
-                socks.append(t)
-                t.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for t in socks:
-                t.close()
-    raise RuntimeError("no free range of loopback ports")
 
 
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:

@@ -35,6 +35,16 @@ def _quiet():
     return pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
 
 
+def _receive(consumer, n):
+    """`n` messages' texts, each acknowledged as it comes."""
+    got = []
+    for _ in range(n):
+        m = consumer.receive(timeout_millis=30_000)
+        got.append(m.data().decode())
+        consumer.acknowledge(m)
+    return got
+
+
 async def _bundle_of(cluster, topic):
     return (await cluster.namespace_bundles(NS)).bundle_of_full_name(topic)
 
@@ -59,12 +69,7 @@ def test_produce_and_consume_through_a_redirect():
                 producer = client.create_producer(topic)
                 for i in range(20):
                     producer.send(f"m{i}".encode())
-                got = []
-                for _ in range(20):
-                    m = consumer.receive(timeout_millis=30_000)
-                    got.append(m.data().decode())
-                    consumer.acknowledge(m)
-                return got
+                return _receive(consumer, 20)
             finally:
                 client.close()
 
@@ -142,12 +147,7 @@ def test_batches_round_trip_and_count_in_the_stats():
                 for i in range(200):
                     producer.send_async(f"b{i}".encode(), None)
                 producer.flush()
-                got = []
-                while len(got) < 200:
-                    m = consumer.receive(timeout_millis=30_000)
-                    got.append(m.data().decode())
-                    consumer.acknowledge(m)
-                return got
+                return _receive(consumer, 200)
             finally:
                 client.close()
 
