@@ -116,7 +116,8 @@ def client_settings(scenario: Scenario) -> ClientSettings:
     c = scenario.clients
     return ClientSettings(operation_timeout=c.operation_timeout, initial_backoff=c.initial_backoff,
                           max_backoff=c.max_backoff, max_lookup_redirects=c.max_lookup_redirects,
-                          service_url=c.service_url)
+                          service_url=c.service_url, lookup_retry=c.library == "cpp",
+                          lockstep_jitter=c.library == "cpp")
 
 
 def initial_capacities(scenario: Scenario) -> dict[str, BrokerCapacity]:

@@ -15,7 +15,7 @@
                         (latency_table.py; defaults and sources in emulator/cluster/latency.py)
     [capacity.<part>]   shared capacities: metadata, bookkeeper, broker, client
                         (capacity_table.py; defaults and sources in emulator/cluster/capacity_*.py)
-    [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects
+    [clients]           count, connect_over, operation_timeout, backoffs, max_lookup_redirects, library
     [serve]             pulsar_port: the binary protocol for real clients (wall clock only)
     [initial]           the state at t = 0 (see below)
     [[events]]          at = "30m", do = "<verb>", and the verb's arguments
@@ -435,6 +435,13 @@ class ClientsSection(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """"list": the clients' serviceUrl lists the brokers live at their creation (round robin, removed
     brokers refuse); "service": one name in front of the ready brokers (Kubernetes Service / DNS /
     load balancer), each lookup goes to a listening broker."""
+    library: Literal["java", "cpp"] = "java"
+    """Which Pulsar client the emulated clients behave as. "java" (the default, apache/pulsar's
+    pulsar-client, which the emulated client follows step by step); "cpp": pulsar-client-cpp 3.x, the
+    client under the Python, Node.js and Go-cgo wheels, which retries a failed lookup itself within
+    the operation timeout (RetryableLookupService) and draws one reconnect jitter per second for all
+    its handles (Backoff seeded with time(NULL)): bench/README.md, "Emulated clients against the real
+    client"."""
 
 
 # ---------------------------------------------------------------------------------- initial state

@@ -132,6 +132,8 @@ select = { hottest = 1 }
      "scenario.toml: settings.loadBalancerLoadSheddingStrategy = Bar: unknown load shedding strategy "
      "'Bar'; known: AvgShedder, OverloadShedder, ThresholdShedder, UniformLoadShedder (or give your own "
      "class as 'pkg.module:Class')"),
+    ("\n[clients]\nlibrary = \"go\"\n",
+     "scenario.toml: clients.library = go: expected one of: java, cpp"),
     ("\n[settings]\nloadBalancerFoo = 3\n",
      "scenario.toml: settings.loadBalancerFoo = 3: unknown key; not a broker.conf key the emulator knows"),
     ("\n[settings]\nloadBalancerSheddingIntervalMinute = 3\n",
@@ -252,6 +254,9 @@ max_lookup_redirects = 5
     assert type(cs.report_interval) is float
     c = client_settings(s)
     assert (c.operation_timeout, c.max_lookup_redirects) == (10.0, 5)
+    assert (c.lookup_retry, c.lockstep_jitter) == (False, False)        # the Java client by default
+    cpp = client_settings(loader.loads(BASE + '[clients]\nlibrary = "cpp"\n', "scenario.toml"))
+    assert (cpp.lookup_retry, cpp.lockstep_jitter) == (True, True)      # pulsar-client-cpp's two steps
 
 
 @pytest.mark.parametrize("text, seconds", [
