@@ -530,7 +530,8 @@ def run(opts: RunOptions, *, out: TextIO | None = None, err: TextIO | None = Non
         source = f"{opts.scenario}: [serve] pulsar_port"
     from emulator.wire.options import check_pulsar_port
 
-    if (reason := check_pulsar_port(opts.pulsar_port, opts.clock, source)) is not None:
+    if (reason := check_pulsar_port(opts.pulsar_port, opts.clock, source, brokers=scenario.cluster.broker_count,
+                                    host=opts.metrics_host, metrics_port=opts.metrics_port)) is not None:
         raise RunError(reason)
     if opts.duration is not None and (not opts.duration > 0 or math.isinf(opts.duration)):
         raise RunError(f"--duration = {opts.duration!r}: must be a positive, finite emulated time")

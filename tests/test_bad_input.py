@@ -266,6 +266,23 @@ def test_pulsar_port(capsys, args, needles):
     bad(capsys, ["run", "default", "--quiet", *args], *needles)
 
 
+def test_a_busy_pulsar_port_or_one_on_the_metrics_port_is_refused_before_the_cluster_starts(capsys):
+    """Broker k listens on BASE + k - 1: each of the default scenario's 20 ports must be free, and apart
+    from the metrics port (a busy port only warned while the cluster ran)."""
+    from emulator.wire.options import free_base_port
+
+    base = free_base_port(21)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", base + 4))
+        held.listen()
+        bad(capsys, ["run", "default", "--quiet", "--clock", "wall", "--pulsar-port", str(base)],
+            "--pulsar-port", str(base), f"broker-5's port {base + 4}", "not free")
+    bad(capsys, ["run", "default", "--quiet", "--clock", "wall", "--pulsar-port", str(base),
+                 "--metrics-port", str(base + 2)], "--pulsar-port", "broker-3", "the metrics port")
+    bad(capsys, ["run", "default", "--quiet", "--clock", "wall", "--pulsar-port", "65530"],
+        "--pulsar-port", "65530", "past 65535")
+
+
 def test_a_scenarios_pulsar_port_needs_the_wall_clock_too(tmp_path, capsys):
     path = scenario(tmp_path, "[serve]\npulsar_port = 6650\n")
     bad(capsys, ["run", path, "--quiet"], path, "[serve] pulsar_port", "6650", "--clock wall")
