@@ -13,7 +13,9 @@ three aggregates for each of ~35 KPIs spends seconds in the optimizer to do micr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from emulator.model.stats import ALPHA, mean_ci95, significant, welch_p
 
@@ -86,3 +88,23 @@ def kpi_columns(columns: Mapping[str, Sequence[Mapping[str, Any]]], kpis: Sequen
                           "significant": significant(p, alpha)}
         out.append(row)
     return out
+
+
+def config_order(results_csvs: Iterable[Path], configs: Iterable[str]) -> list[str]:
+    """`configs` in the order of the first existing sweep `results.csv` among `results_csvs` (its
+    `--grid` order, so the first `--grid` value is the baseline), the rest sorted after them; all
+    sorted when there is none (a folder that is not a sweep's)."""
+    wanted = set(configs)
+    ordered: list[str] = []
+    for path in results_csvs:
+        if path.is_file():
+            try:
+                with path.open(newline="", encoding="utf-8") as f:
+                    for row in csv.DictReader(f):
+                        c = row.get("config")
+                        if c is not None and c in wanted and c not in ordered:
+                            ordered.append(c)
+            except (OSError, UnicodeDecodeError, csv.Error):
+                ordered = []
+            break
+    return ordered + sorted(wanted - set(ordered))

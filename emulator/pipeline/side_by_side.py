@@ -41,7 +41,7 @@ import msgspec
 from emulator.model.errors import UsageError
 from emulator.model.kpi_registry import KPIS
 from emulator.model.stats import ALPHA
-from emulator.pipeline.compare import kpi_columns
+from emulator.pipeline.compare import config_order, kpi_columns
 from emulator.pipeline.report import num, read_table
 from emulator.pipeline.rollup import KPI_COLUMNS, UNAVAILABLE_FILE
 from emulator.pipeline.sweep import RESULTS_CSV
@@ -100,27 +100,9 @@ def read_input(folder: str | Path, label: str | None = None) -> Input:
             unavailable = {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
         except (ValueError, AttributeError):
             raise UsageError(f"compare: {path}: not a JSON object of KPI -> reason") from None
-    configs = config_order(given, root, {str(r["config"]) for r in runs})
+    configs = config_order((given / RESULTS_CSV, root.parent / RESULTS_CSV), {str(r["config"]) for r in runs})
     return Input(label=label or given.resolve().name, path=str(root), runs=runs, configs=configs,
                  unavailable=unavailable)
-
-
-def config_order(given: Path, root: Path, configs: set[str]) -> list[str]:
-    """The configurations in a sweep's `results.csv` order (its `--grid` order, so the first `--grid`
-    value is the baseline), the rest sorted after them; all sorted when the folder is not a sweep's."""
-    ordered: list[str] = []
-    for path in (given / RESULTS_CSV, root.parent / RESULTS_CSV):
-        if path.is_file():
-            try:
-                with path.open(newline="", encoding="utf-8") as f:
-                    for row in csv.DictReader(f):
-                        c = row.get("config")
-                        if c in configs and c not in ordered:
-                            ordered.append(c)
-            except (OSError, UnicodeDecodeError, csv.Error):
-                ordered = []
-            break
-    return ordered + sorted(configs - set(ordered))
 
 
 def columns_of(inputs: Sequence[Input]) -> list[Column]:
