@@ -16,7 +16,8 @@ pixels, so pages line up and tests can check the size):
   differs from the baseline's (Welch's t-test, p < 0.05; `compare.kpi_columns`). The baseline is the
   first configuration: a sweep's first `--grid` value (its `results.csv` order), else the first sorted.
   Each PNG carries its KPI, baseline and configurations as text chunks ("KPI", "Baseline",
-  "Configurations": a JSON list), so a reader or a test can tell what it shows without the pixels.
+  "Configurations": a JSON list, "Values": label -> mean, ci95, significant), so a reader or a test
+  can tell what it shows without the pixels.
 
 `index.html` shows the comparison table, the runs' headline KPIs and the plots. For a `compare --out`
 folder the page shows its table (one column per configuration) and the same per-KPI plots of its columns.
@@ -238,8 +239,10 @@ def plot_kpi(kpi: str, definition: str, values: Mapping[str, Mapping[str, Any]],
     if definition:
         fig.text(0.01, 0.01, definition[:180], fontsize=6, color="dimgrey")
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.22, top=0.9)
+    plotted = {c: {"mean": values[c]["mean"], "ci95": values[c]["ci95"],
+                   "significant": bool(values[c].get("significant"))} for c in labels}
     return _save(fig, path, {"KPI": kpi, "Baseline": baseline or "", "Configurations": json.dumps(labels),
-                             "Description": definition})
+                             "Values": json.dumps(plotted), "Description": definition})
 
 
 def plot_kpis(rows: Sequence[Mapping[str, Any]], labels: Sequence[str], baseline: str | None,
