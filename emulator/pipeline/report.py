@@ -298,11 +298,14 @@ def _figures(images: Sequence[tuple[str, str]]) -> str:
 
 
 def render_html(comparison: Sequence[Mapping[str, str]], runs: Sequence[Mapping[str, str]],
-                images: Sequence[tuple[str, str]], kpi_images: Sequence[tuple[str, str]] = ()) -> str:
+                images: Sequence[tuple[str, str]], kpi_images: Sequence[tuple[str, str]] = (),
+                marked: frozenset[tuple[str, str]] = frozenset()) -> str:
+    """The page; `marked`: the (configuration, kpi) cells that differ from the baseline (`*`)."""
     cmp_table = _html_table(
         ["config", "runs", *(h for _, h in HEADLINE)],
         [[r.get("config", ""), r.get("runs", ""),
-          *(mean_ci(_typed(r, f"{k}_mean"), _typed(r, f"{k}_ci95")) for k, _ in HEADLINE)]
+          *(mean_ci(_typed(r, f"{k}_mean"), _typed(r, f"{k}_ci95"))
+            + (" *" if (r.get("config", ""), k) in marked else "") for k, _ in HEADLINE)]
          for r in comparison])
     run_table = _html_table(
         ["run", "config", "seed", *(h for _, h in HEADLINE)],
@@ -322,6 +325,7 @@ figure {{ margin: 1em 0; }}
 <p>Definitions of every KPI: the docstring of <code>emulator/pipeline/rollup.py</code>. Mean ± 95 %
 confidence half-width over seeds (Student t).</p>
 <h2>Comparison by configuration</h2>
+<p>* the mean differs from the first configuration's (Welch's t-test, two-sided p &lt; 0.05).</p>
 {cmp_table}
 <h2>Runs</h2>
 {run_table}
@@ -446,7 +450,8 @@ def report(rollup_dir: str | Path, out_dir: str | Path | None = None) -> ReportF
     kpi_rows, configs, baseline = kpi_rows_of_runs(root, given, runs)
     kpi_pngs = plot_kpis(kpi_rows, configs, baseline, out)
     page = out / "index.html"
-    page.write_text(render_html(comparison, runs, images, _kpi_images(kpi_pngs, out)), encoding="utf-8")
+    marked = frozenset((c, str(r["kpi"])) for r in kpi_rows for c in configs if r[c]["significant"])
+    page.write_text(render_html(comparison, runs, images, _kpi_images(kpi_pngs, out), marked), encoding="utf-8")
     return ReportFiles(out_dir=str(out), html=str(page), pngs=pngs, kpi_pngs=kpi_pngs)
 
 

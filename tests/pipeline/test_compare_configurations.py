@@ -15,7 +15,7 @@ from scipy import stats
 from emulator.cli import main
 from emulator.model.errors import UsageError
 from emulator.model.stats import ci95_half_width, mean_ci95, significant, welch_p
-from emulator.pipeline.compare import kpi_columns
+from emulator.pipeline.compare import comparison_fields, comparison_rows, kpi_columns
 from emulator.pipeline.report import report
 from emulator.pipeline.rollup import KPI_COLUMNS, RUN_COLUMNS
 from emulator.pipeline.side_by_side import compare_folders
@@ -68,7 +68,7 @@ def sweep_folder(root: Path) -> Path:
     for config, unloads in (("shedder=A", A), ("shedder=B", B), ("shedder=C", C)):
         for seed, u in enumerate(unloads, 1):
             runs.append({"run_id": f"{config}-{seed}", "config": config, "seed": seed, "unloads": u,
-                         "balance_range": 5.0 + seed})   # equal in every configuration
+                         "unloads_per_hour": u, "balance_range": 5.0 + seed})   # equal in every configuration
     folder = root / "rollup" / "csv" / "runs"
     folder.mkdir(parents=True)
     with (folder / "part-00000-x.csv").open("w", newline="") as f:
@@ -76,6 +76,13 @@ def sweep_folder(root: Path) -> Path:
         w.writeheader()
         for r in runs:
             w.writerow({k: "" if r.get(k) is None else r.get(k) for k in RUN_COLUMNS})
+    fields = [name for name, _ in comparison_fields(KPI_COLUMNS)]
+    (root / "rollup" / "csv" / "comparison").mkdir(parents=True)
+    with (root / "rollup" / "csv" / "comparison" / "part-00000-x.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in comparison_rows(runs, KPI_COLUMNS):
+            w.writerow({k: "" if r.get(k) is None else r.get(k) for k in fields})
     with (root / "results.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["config", "seed", "status"])
@@ -153,6 +160,10 @@ def test_report_plots_every_kpi_per_configuration(tmp_path):
     assert [values[c]["significant"] for c in ("shedder=B", "shedder=A", "shedder=C")] == [False, True, True]
     page = Path(written.html).read_text()
     assert all(f'src="kpis/{k}.png"' in page for k in KPI_COLUMNS)
+    # the comparison table marks unloads/h of A and C (differ from B), not B's, not the equal range
+    rows = {r.split("</td>", 1)[0]: r for r in page.split("<tr><td>")[1:]}
+    assert rows["shedder=A"].count(" *") == 1 and rows["shedder=C"].count(" *") == 1
+    assert " *" not in rows["shedder=B"]
 
 
 def test_report_of_a_compare_folder_plots_its_columns(tmp_path):
