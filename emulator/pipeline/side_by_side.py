@@ -184,7 +184,9 @@ def format_side_by_side(inputs: Sequence[Input], rows: Sequence[Mapping[str, Any
     """The console table (`*`: differs from the baseline), then the reason of every null that a
     folder's source could not give."""
     cols = list(columns) if columns is not None else columns_of(inputs)
-    headers = ["kpi", *(f"{c.label} ({c.runs} run{'s' if c.runs != 1 else ''})" for c in cols)]
+    base = " [baseline]" if len(cols) > 1 else ""
+    headers = ["kpi", *(f"{c.label} ({c.runs} run{'s' if c.runs != 1 else ''})"
+                        + (base if c.label == baseline else "") for c in cols)]
     body = [[str(r["kpi"]), *(_cell(r[c.label]) for c in cols)] for r in rows]
     text = format_table(headers, body)
     if baseline is not None and len(cols) > 1:

@@ -116,7 +116,7 @@ def test_a_sweep_is_one_column_per_configuration(tmp_path, capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("unloads "))
     assert line.count(" *") == 2                      # A and C differ from B; B is the baseline
-    assert "* differs from the baseline 'shedder=B'" in out
+    assert "* differs from the baseline 'shedder=B'" in out and "shedder=B (5 runs) [baseline]" in out
 
 
 def test_baseline_flag_changes_what_is_marked(tmp_path, capsys):
