@@ -1,106 +1,95 @@
-"""Small pure statistics without SciPy: Student t quantiles, the 95 % interval, percentiles, TDTV.
+"""Small statistics: the 95 % interval of a mean and Welch's test (SciPy), percentiles, TDTV.
 
-Pure functions of their arguments, so the Spark job, the sweep's comparison table, the expectations' KPIs
-and the tests share one definition of each figure.
+Pure functions of their arguments, so the Spark job, the sweep's comparison table, `compare`, `report`,
+the expectations' KPIs and the tests share one definition of each figure. The intervals and tests are
+`scipy.stats`'s (a well-kept library, not formulas of our own), imported on first use.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 TDTV_EXPONENT = 0.8  # CockroachDB asim history/thrashing.go: "somewhat arbitrary, a reasonable trade-off"
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularized incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-16:
-            break
-    return h
+CONFIDENCE = 0.95
+"""The confidence of `mean_ci95`'s interval."""
+ALPHA = 0.05
+"""A difference is significant when Welch's two-sided p-value is below this (per comparison, uncorrected)."""
 
 
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+def _scipy_stats() -> Any:
+    """scipy.stats, imported when a figure needs it: a run's start-up (percentile, tdtv) never pays for it."""
+    from scipy import stats
+
+    return stats
 
 
 def student_t_cdf(x: float, df: float) -> float:
-    """P(T <= x) for Student's t with `df` degrees of freedom."""
-    if df <= 0:
+    """P(T <= x) for Student's t with `df` degrees of freedom (`scipy.stats.t.cdf`)."""
+    if not df > 0:
         raise ValueError(f"df = {df!r}: degrees of freedom must be > 0")
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + x * x))
-    return 1.0 - tail if x >= 0 else tail
+    return float(_scipy_stats().t.cdf(x, df))
 
 
 def student_t_ppf(p: float, df: float) -> float:
-    """The p-quantile of Student's t (bisection on the CDF; 1e-12 accurate)."""
+    """The p-quantile of Student's t (`scipy.stats.t.ppf`)."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p = {p!r}: must be strictly between 0 and 1")
-    if df <= 0:
+    if not df > 0:
         raise ValueError(f"df = {df!r}: degrees of freedom must be > 0")
-    if p < 0.5:
-        return -student_t_ppf(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while student_t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if student_t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-13 * max(1.0, hi):
-            break
-    return 0.5 * (lo + hi)
+    return float(_scipy_stats().t.ppf(p, df))
 
 
 def ci95_half_width(std: float | None, n: int) -> float | None:
     """Half-width of the two-sided 95 % confidence interval of a mean: t(0.975, n-1) * s / sqrt(n).
 
-    `std` is the sample standard deviation (n - 1 in the denominator). None for fewer than 2 values."""
+    `std` is the sample standard deviation (n - 1 in the denominator). None for fewer than 2 values:
+    one value has no spread to estimate, so no interval (not a zero-width one)."""
     if n < 2 or std is None or math.isnan(std):
         return None
-    return student_t_ppf(0.975, n - 1) * std / math.sqrt(n)
+    return student_t_ppf(0.5 + CONFIDENCE / 2, n - 1) * std / math.sqrt(n)
 
 
-def mean_ci95(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """(mean, 95 % half-width) of a sample; (None, None) when empty."""
-    xs = [float(v) for v in values if v is not None and not math.isnan(v)]
+def _clean(values: Sequence[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and not math.isnan(float(v))]
+
+
+def mean_ci95(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """(mean, 95 % half-width) of a sample, Student t over `scipy.stats.sem`; (None, None) when empty,
+    (mean, None) for one value. None and NaN values are left out (a KPI undefined in that run)."""
+    xs = _clean(values)
     if not xs:
         return None, None
-    mean = sum(xs) / len(xs)
+    mean = math.fsum(xs) / len(xs)
     if len(xs) < 2:
         return mean, None
-    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
-    return mean, ci95_half_width(std, len(xs))
+    stats = _scipy_stats()
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(xs) - 1) * stats.sem(xs))
+    return mean, (0.0 if math.isnan(half) else half)
+
+
+def welch_p(a: Sequence[float | None], b: Sequence[float | None]) -> float | None:
+    """Two-sided p-value of Welch's t-test that samples `a` and `b` have the same mean
+    (`scipy.stats.ttest_ind(equal_var=False)`: seeds of two configurations need not share a variance).
+
+    None when either sample has fewer than 2 values, or both have no spread and equal means (no test
+    is possible); 0.0 when neither has spread but the means differ (scipy's t = inf)."""
+    xs, ys = _clean(a), _clean(b)
+    if len(xs) < 2 or len(ys) < 2:
+        return None
+    import warnings
+
+    with warnings.catch_warnings():   # "catastrophic cancellation" for near-constant samples
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(_scipy_stats().ttest_ind(xs, ys, equal_var=False).pvalue)
+    return None if math.isnan(p) else p
+
+
+def significant(p: float | None, alpha: float = ALPHA) -> bool:
+    """Whether a p-value says the means differ at level `alpha` (False when there was no test)."""
+    return p is not None and p < alpha
 
 
 def tdtv(up: float, down: float) -> float:

@@ -59,9 +59,12 @@ def add_rollup_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("compare", help="roll-up folders side by side: one row per KPI, one column "
-                                              "per folder")
+                                              "per configuration (mean ± 95 %% CI over its seeds)")
     p.add_argument("folders", nargs="+", metavar="DIR", help="--out folders of rollup (or sweep)")
     p.add_argument("--out", default="compare", help="where compare.csv and compare.json go (default ./compare)")
+    p.add_argument("--baseline", default=None, metavar="LABEL",
+                   help="the column the others are tested against (Welch's t-test, * = p < 0.05): a column's "
+                        "label or a configuration, e.g. 'shedder=ThresholdShedder' (default: the first column)")
     p.set_defaults(func=cmd_compare)
     return p
 
@@ -204,7 +207,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from emulator.pipeline.side_by_side import compare_folders
 
-    compare_folders(args.folders, args.out)
+    compare_folders(args.folders, args.out, baseline=args.baseline)
     return 0
 
 

@@ -49,8 +49,9 @@ def test_one_row_per_kpi_one_column_per_folder(folders, tmp_path, capsys):
     assert [r["kpi"] for r in result.rows] == list(KPI_COLUMNS)
     unloads = next(r for r in result.rows if r["kpi"] == "unloads")
     mean, ci = mean_ci95([4.0, 6.0])
-    assert unloads["emulated"] == {"mean": mean, "ci95": ci, "n": 2}
-    assert unloads["prod"] == {"mean": 9.0, "ci95": None, "n": 1}
+    assert unloads["emulated"] == {"mean": mean, "ci95": ci, "n": 2, "p": None, "significant": False}
+    # one run: no interval, and no test against the baseline (Welch needs 2 values a side)
+    assert unloads["prod"] == {"mean": 9.0, "ci95": None, "n": 1, "p": None, "significant": False}
     assert unloads["sweep"]["mean"] == 2.0
     repeats = next(r for r in result.rows if r["kpi"] == "repeat_unloads")
     assert repeats["prod"]["mean"] is None and repeats["emulated"]["mean"] == 2.0
