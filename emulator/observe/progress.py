@@ -221,6 +221,8 @@ class ProgressBar:
 
     def eta(self) -> float | None:
         """Wall seconds left at the settled rate; None without a total or a settled rate."""
+        if self.total and self.done >= self.total:
+            return 0.0
         rate = self.rate()
         if not self.total or rate is None or rate <= 0:
             return None

@@ -33,8 +33,10 @@ PLANNING = "planning"
 
 
 def _active_context() -> Any:
-    from pyspark import SparkContext
-
+    try:
+        from pyspark import SparkContext
+    except ImportError:   # the command says so itself when it starts Spark
+        return None
     return SparkContext._active_spark_context
 
 
