@@ -220,11 +220,10 @@ class ProgressBar:
         return (d1 - d0) / (t1 - t0)
 
     def eta(self) -> float | None:
-        """Wall seconds left at the settled rate; None without a total or a settled rate."""
-        if self.total and self.done >= self.total:
-            return 0.0
+        """Wall seconds left at the settled rate; None without a total or a settled rate, and once done
+        reached the total while the job runs (a Spark command may still plan its next job)."""
         rate = self.rate()
-        if not self.total or rate is None or rate <= 0:
+        if not self.total or self.done >= self.total or rate is None or rate <= 0:
             return None
         return (self.total - self.done) / rate
 
