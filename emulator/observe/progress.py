@@ -9,8 +9,9 @@ from a thread of the bar's own, every `refresh` seconds of wall time, so the job
 a run on the virtual clock gets no extra timer (its decisions cannot depend on whether a bar is shown).
 
 What the bar shows never goes backwards: done and total are each the maximum read so far, and the
-percent is the maximum of done/total read so far (a plan that grows, a Spark job planning its next
-stages, holds the percent rather than dropping it; it shows 99 % at most until the job has ended).
+percent is the maximum of done/total read while done < total (a plan that grows, a Spark command
+planning its next job, holds the percent rather than dropping it; a reading with all planned work done
+does not raise it, since more may come; it shows 99 % at most until the job has ended).
 
 The ETA is (total - done) / rate, shown only once the rate has settled (`settled_rate`): the rate over
 the last span of readings taken outside a start-up phase, where the span's older and newer halves agree
@@ -117,8 +118,9 @@ class ProgressBar:
         self.done = 0.0
         self.total: float | None = None
         self.fraction = 0.0
-        """The percent shown / 100: the maximum of done/total read so far, at most RUNNING_MAX until the
-        job has ended (a plan may still grow: a sweep's runs are all done before its roll-up's jobs)."""
+        """The percent shown / 100: the maximum of done/total read while done < total, at most
+        RUNNING_MAX until the job has ended (a plan may still grow: a sweep's runs are all done before
+        its roll-up's jobs are planned)."""
         self.phase: str | None = None
         self._samples: deque[tuple[float, float]] = deque()
         self._running_since: float | None = None
@@ -175,7 +177,7 @@ class ProgressBar:
             self.total = max(self.total or 0.0, float(reading.total))
         if self.total is not None and self.total < self.done:
             self.total = self.done
-        if self.total:
+        if self.total and self.done < self.total:   # all planned done: more may come, the percent holds
             self.fraction = max(self.fraction, min(self.done / self.total, RUNNING_MAX))
         self.phase = reading.phase
         if reading.phase is None:
