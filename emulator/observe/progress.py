@@ -9,8 +9,8 @@ from a thread of the bar's own, every `refresh` seconds of wall time, so the job
 a run on the virtual clock gets no extra timer (its decisions cannot depend on whether a bar is shown).
 
 What the bar shows never goes backwards: done and total are each the maximum read so far, and the
-percent is the maximum of done/total read while done < total (a plan that grows, a Spark command
-planning its next job, holds the percent rather than dropping it; a reading with all planned work done
+percent is the maximum of done/total read so far (a plan that grows, a Spark command planning its next
+job, holds the percent rather than dropping it; a reading of a `growing` plan with all its work done
 does not raise it, since more may come; it shows 99 % at most until the job has ended).
 
 The ETA is (total - done) / rate, shown only once the rate has settled (`settled_rate`): the rate over
@@ -50,11 +50,13 @@ TOLERANCE = 1.5
 
 
 class Reading(msgspec.Struct, frozen=True):
-    """One poll: done and total (None: not known yet) in the bar's unit, and the phase, if any."""
+    """One poll: done and total (None: not known yet) in the bar's unit, the phase, if any, and whether
+    the total may still grow (`growing`: a Spark command that may plan another job)."""
 
     done: float = 0.0
     total: float | None = None
     phase: str | None = None
+    growing: bool = False
 
 
 Poll = Callable[[], Union[Reading, "tuple[float, float | None]"]]
@@ -118,12 +120,11 @@ class ProgressBar:
         self.done = 0.0
         self.total: float | None = None
         self.fraction = 0.0
-        """The percent shown / 100: the maximum of done/total read while done < total, at most
-        RUNNING_MAX until the job has ended (a plan may still grow: a sweep's runs are all done before
+        """The percent shown / 100: the maximum of done/total read (of a growing plan: while done <
+        total), at most RUNNING_MAX until the job has ended (a plan may still grow: a sweep's runs are all done before
         its roll-up's jobs are planned)."""
         self.phase: str | None = None
         self._samples: deque[tuple[float, float]] = deque()
-        self._running_since: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._rich: Any = None
@@ -177,12 +178,11 @@ class ProgressBar:
             self.total = max(self.total or 0.0, float(reading.total))
         if self.total is not None and self.total < self.done:
             self.total = self.done
-        if self.total and self.done < self.total:   # all planned done: more may come, the percent holds
+        # a growing plan with all its work done may get more: the percent holds
+        if self.total and (self.done < self.total or not reading.growing):
             self.fraction = max(self.fraction, min(self.done / self.total, RUNNING_MAX))
         self.phase = reading.phase
         if reading.phase is None:
-            if self._running_since is None:
-                self._running_since = now
             self._samples.append((now, self.done))
             while len(self._samples) > 2 and self._samples[1][0] < now - self.window:
                 self._samples.popleft()
@@ -236,10 +236,10 @@ class ProgressBar:
             parts.append(f"{self.done:,.0f}/{self.total:,.0f} {self.unit} ({100.0 * self.fraction:.0f} %)")
         elif self.done or not self.phase:
             parts.append(f"{self.done:,.0f} {self.unit}")
-        if self.phase is None or self.done:
+        if self.phase is None:   # a start-up phase has no rate worth judging, nor an ETA
             rate = self.recent_rate()
             parts.append(f"{rate:,.1f} {self.unit}/s" if rate is not None else f"- {self.unit}/s")
-            if self.total:
+            if self.total and self.fraction < 1.0:
                 parts.append(f"ETA {format_eta(self.eta())}")
         return ", ".join(parts)
 
@@ -251,7 +251,8 @@ class ProgressBar:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
+        bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
+                       TextColumn("{task.fields[status]}"),
                        TimeElapsedColumn(),
                        console=Console(file=self.stream, force_terminal=True), auto_refresh=False,
                        transient=False)

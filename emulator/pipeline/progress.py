@@ -69,7 +69,7 @@ class SparkTasks:
             return Reading(0.0, None, STARTING)
         if not total:
             return Reading(0.0, None, PLANNING)
-        return Reading(float(done), float(total))
+        return Reading(float(done), float(total), growing=True)
 
     def _read(self, sc: Any) -> None:
         app = str(sc.applicationId)

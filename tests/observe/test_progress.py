@@ -21,7 +21,7 @@ def test_done_total_and_percent_never_go_backwards_under_a_growing_plan():
     shown = []
     # 10 of 10 done, then a second job plans 20 more (10/30), a reading behind (a stage listed pending)
     for done, total in [(0, 10), (5, 10), (10, 10), (10, 30), (9, 30), (20, 30), (28, 30), (30, 30)]:
-        b.update((done, total))
+        b.update(Reading(done, total, growing=True))
         shown.append((b.done, b.total, b.fraction))
     for before, after in zip(shown, shown[1:]):
         assert all(a >= p for a, p in zip(after, before)), shown
@@ -32,6 +32,9 @@ def test_done_total_and_percent_never_go_backwards_under_a_growing_plan():
     assert b.total == 30
     b.update((99.8, 100))
     assert b.fraction == progress.RUNNING_MAX
+    fixed = bar()
+    fixed.update((100, 100))                                          # a fixed plan (a run) done: 99 %
+    assert fixed.fraction == progress.RUNNING_MAX
 
 
 def test_a_phase_replaces_the_bare_count():
