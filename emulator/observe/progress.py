@@ -15,9 +15,10 @@ does not raise it, since more may come; it shows 99 % at most until the job has 
 
 The ETA is (total - done) / rate, shown only once the rate has settled (`settled_rate`): the rate over
 the last span of readings taken outside a start-up phase, where the span's older and newer halves agree
-within `TOLERANCE`. A rate still climbing (the first emulated seconds of a run, while every client looks
-its topic up, are ~10x slower in wall time than the rest) or too short to judge shows `ETA -:--:--`
-rather than an ETA many times too long. The plain line and the terminal bar say the same:
+within `TOLERANCE`. A rate still climbing, or too short to judge, shows `ETA -:--:--` rather than an
+ETA many times too long; a run's `[clients] connect_over` is a phase ("starting clients", `run_reading`)
+whose readings are not used at all (`default`: 35 emulated s per wall s while its clients connect, then
+~3,000, so a rate from the start made the ETA ~50x too long). The plain line and the terminal bar say the same:
 `run default: 1,800/7,200 emulated s (25 %), 412.3 emulated s/s, ETA 0:00:13`.
 """
 
