@@ -335,7 +335,7 @@ async def _run_started(opts: RunOptions, scenario: Any, base: ServiceConfig | No
         format_extensions_tables,
     )
     from emulator.observe.publish import publish_accounting
-    from emulator.observe.progress import ProgressBar
+    from emulator.observe.progress import ProgressBar, run_reading
     from emulator.observe.load_manager_warnings import LoadManagerWarnings
     from emulator.observe.logs import repeated_warnings
     from emulator.observe.summary import UnavailabilityTracker, format_summary, summarize
@@ -448,9 +448,11 @@ async def _run_started(opts: RunOptions, scenario: Any, base: ServiceConfig | No
                 if opts.monitor_interval:
                     tg.start_soon(monitor)
                 # read from the bar's thread: no timer on the loop, so a bar changes no decision
+                # [clients] connect_over is the start-up, shown as a phase: no rate nor ETA from it
                 loop, t0 = asyncio.get_running_loop(), run.t0
+                connecting = min(duration, float(scenario.clients.connect_over))
                 bar = ProgressBar(f"run {run_info['scenario']}", stream=err, unit="emulated s",
-                                  poll=lambda: (min(duration, loop.time() - t0), duration))
+                                  poll=lambda: run_reading(loop.time() - t0, duration, connecting))
                 with bar if opts.progress else contextlib.nullcontext():
                     await done.wait()
                 tg.cancel_scope.cancel()

@@ -87,8 +87,8 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 # ====================================================================== handlers
 
-QUIET_HELP = ("no progress on stderr (Spark tasks done of those planned, rate and ETA: a bar on a "
-              "terminal, a line every 10 s otherwise)")
+QUIET_HELP = ("no progress on stderr (Spark tasks done of those planned over the command's jobs, rate and "
+              "ETA: a bar on a terminal, a line every 10 s otherwise)")
 
 
 def _progress(what: str, args: argparse.Namespace) -> Any:
