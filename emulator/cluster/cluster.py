@@ -129,6 +129,8 @@ class Cluster:
         self.dynamic = DynamicConfiguration(conf, self.store, self.events,
                                             lambda: (self._admin_actor, self._admin))
         self._host_seq = 0
+        self._default_namespace: anyio.Event | None = None
+        """Set while `ensure_default_namespace` writes public/default: a second caller waits for it."""
         self._broker_settings: dict[str, dict[str, object]] = {}   # each broker's own broker.conf keys
         self.invariants: object | None = None   # set by emulator.testing / the CLI when checking
         self.decision_log: object | None = None  # likewise: an observer of self.events
@@ -211,7 +213,15 @@ class Cluster:
         refresh and move a recorded run's timing. True if it was written now."""
         if self.store.peek(paths.local_policies_path(DEFAULT_NAMESPACE)) is not None:
             return False
-        await self.create_namespace(DEFAULT_NAMESPACE, DEFAULT_NAMESPACE_BUNDLES)
+        if self._default_namespace is not None:     # another caller is writing it: wait for that write
+            await self._default_namespace.wait()
+            return False
+        self._default_namespace = anyio.Event()
+        try:
+            await self.create_namespace(DEFAULT_NAMESPACE, DEFAULT_NAMESPACE_BUNDLES)
+        finally:
+            self._default_namespace.set()
+            self._default_namespace = None
         return True
 
     @property

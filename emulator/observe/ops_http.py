@@ -248,10 +248,10 @@ class ClusterOpRoutes:
                      query: dict[str, str], broker: str | None) -> Response:
         namespace = f"{tenant}/{ns}"
         name = f"{domain}://{namespace}/{topic}"
+        hop = self._first_hop(broker)      # no live broker to ask: refused before anything is written
         if namespace == DEFAULT_NAMESPACE:
             await self.cluster.ensure_default_namespace()
         self._bundles(namespace, f"Policies not found for {namespace} namespace")
-        hop = self._first_hop(broker)
         authoritative = query.get("authoritative", "false").strip().lower() == "true"
         try:
             answer = await self.cluster.network.broker(hop).ask(

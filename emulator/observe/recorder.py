@@ -384,8 +384,8 @@ class Recorder:
             self._write_publish(now)
             self._mark_end(now, complete=False)
             return False
-        if complete and now is not None and self._last_sample_t != now:
-            self.sample(now)
+        if complete and now is not None and (self._last_sample_t is None or now - self._last_sample_t > 1e-6):
+            self.sample(now)   # the end's block, unless the last one is at the end (or a float step past it)
         self._unsubscribe()
         self._writing = True
         try:

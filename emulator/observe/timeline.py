@@ -85,6 +85,8 @@ Labels = tuple[tuple[str, str], ...]
 
 _COUNTER_KPI = {sample: kpi for kpi, sample in COUNTERS.items()}
 _USAGE, _RATE, _THROUGHPUT = 1, 2, 3
+SAME_TICK = 1e-6
+"""Seconds within which two sample instants are one tick (the samplers' grid tolerance, recorder.py)."""
 _NONE = math.nan
 """An undefined per-tick figure (a ratio over a zero mean or no rate) in `SampleFacts`' columns."""
 
@@ -145,7 +147,7 @@ class SampleFacts:
         return self._t
 
     def add(self, t: float, name: str, labels: Labels, value: float) -> None:
-        self._at(t)
+        t = self._at(t)
         self.count += 1
         kpi = _COUNTER_KPI.get(name)
         if kpi is not None:
@@ -157,7 +159,7 @@ class SampleFacts:
                   brokers: list[tuple[int, int, str]]) -> None:
         """`add` of each of `values` stamped `t` (a `_Plan`'s block): the same points and tables,
         added in the same order, for the values that add to them."""
-        self._at(t)
+        t = self._at(t)
         self.count += len(values)
         point = self._point
         for at, series in points:
@@ -191,14 +193,20 @@ class SampleFacts:
         self._closed = t is not None
         return self
 
-    def _at(self, t: float) -> None:
-        """A sample at `t`: close the open tick if `t` is later (see the class docstring)."""
+    def _at(self, t: float) -> float:
+        """A sample at `t`: close the open tick if `t` is later (see the class docstring); the instant
+        it counts at. A sample a float step (< `SAME_TICK`) before the open tick is that tick's: the
+        samplers stamp a block with the grid instant the clock is a hair short of, and a run that ends
+        at that instant takes its last block there (as a recording made before the end's guard holds)."""
         if t != self._t or self._closed:
+            if self._t is not None and t < self._t and self._t - t < SAME_TICK and not self._closed:
+                return self._t
             if self._t is not None and (t < self._t or (t == self._t and self._closed)):
                 raise ValueError(f"a sample at t={t!r} after the tick at t={self._t!r} was summed: "
                                  "samples come in time order")
             self.close()
             self._t, self._closed = t, False
+        return t
 
     def _point(self, series: tuple[str, Labels], t: float, value: float) -> None:
         prev = self._last.get(series)
@@ -418,7 +426,7 @@ class LiveTimeline(Timeline):
         if self.end is not None:
             return
         now = self._clock.now() if now is None else now
-        if self._last_sample_t != now:
+        if self._last_sample_t is None or now - self._last_sample_t > SAME_TICK:
             self.sample(now)
         acc = getattr(self.cluster, "publish_accounting", None)
         if acc is not None:

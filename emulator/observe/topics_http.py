@@ -202,7 +202,8 @@ class TopicViews:
         n = topic_stats.partitioned_topics(topics).get(name, 0)
         if n == 0:
             return _error(404, f"Partitioned Topic not found: {name} has zero partitions")
-        stats = self._loaded_stats([f"{name}-partition-{i}" for i in range(n)])
+        prefix = f"{name}-partition-"   # the partitions that exist (n comes from the highest suffix seen)
+        stats = self._loaded_stats([t for t in topics if t.startswith(prefix) and t[len(prefix):].isdigit()])
         per_partition = query.get("perPartition", "true").strip().lower() != "false"
         return _json(topic_stats.partitioned_stats(n, stats, per_partition))
 

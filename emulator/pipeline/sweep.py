@@ -147,6 +147,9 @@ def sweep(scenario: str, grid: Mapping[str, Sequence[str]], seeds: Sequence[int]
          "scenario": scenario, "overrides": dict(p), "seed": seed, "duration": duration,
          "out": str(out), "timeout": run_timeout, "runner": runner}
         for i, (p, seed) in enumerate(itertools.product(points, seeds))]
+    # a repeated seed or grid value is one run, not two tasks recording into one folder at once
+    tasks = list({t["key"]: t for t in tasks[::-1]}.values())
+    tasks.sort(key=lambda t: t["index"])
     done = read_rows(out / RESULTS_DIR)
     todo = [t for t in tasks if t["key"] not in done or done[t["key"]].status not in FINAL]
 

@@ -39,6 +39,7 @@ from emulator.cluster.messages import (
     TopicFenced,
 )
 from emulator.cluster.cluster import DEFAULT_NAMESPACE
+from emulator.cluster.metadata_messages import MetadataStoreError
 from emulator.model.bundles import full_topic_name, parse_topic
 from emulator.runtime import Actor, ActorDead, ActorSystem, AskTimeout, Reply
 
@@ -118,6 +119,9 @@ class WireConnection(Actor):
         self.connected = False
         self.producers: dict[int, _Producer] = {}
         self.consumers: dict[int, _Consumer] = {}
+        self.recently_closed: set[int] = set()
+        """Producers the broker closed (an unload): their sends still in flight are ignored, not a reason
+        to close the connection (ServerCnx.handleSend's recentlyClosedProducers)."""
         # consumers closed by the broker: an ACK already on its way still counts (the cursor is the
         # cluster's, topic_log.py), so what the application acknowledged is not redelivered
         self.closed_consumers: dict[int, _Consumer] = {}
@@ -150,6 +154,7 @@ class WireConnection(Actor):
             if p is None or p.topic != msg.topic:
                 return
             del self.producers[msg.handle_id]
+            self.recently_closed.add(msg.handle_id)
             close_p = pb.CommandCloseProducer(producer_id=msg.handle_id, request_id=self._request_ids)
             if url:
                 close_p.assignedBrokerServiceUrl = url
@@ -309,7 +314,14 @@ class WireConnection(Actor):
         creates and the emulator writes on first use (`Cluster.ensure_default_namespace`)."""
         answer = pb.CommandLookupTopicResponse(request_id=request_id)
         if _in_default_namespace(topic):
-            await self.server.ensure_default_namespace()
+            try:
+                await self.server.ensure_default_namespace()
+            except MetadataStoreError as e:    # the store is down or slow: the lookup fails, as Pulsar's
+                answer.response = answer.Failed
+                answer.error = pb.MetadataError
+                answer.message = str(e)
+                self.send(pb.BaseCommand(type=_T.LOOKUP_RESPONSE, lookupTopicResponse=answer))
+                return
         try:
             r: LookupTopicResponse = await self.server.broker_actor(self.broker_id).ask(
                 LookupTopic(topic, authoritative, request_id, self.name), timeout=ASK_TIMEOUT)
@@ -353,7 +365,8 @@ class WireConnection(Actor):
             self._error(p.request_id, AttachResult(False, None, str(e)))
             return
         if p.producer_id in self.producers:   # a retried create: ServerCnx answers the existing one
-            self._producer_success(p.request_id, self.producers[p.producer_id].name)
+            existing = self.producers[p.producer_id]
+            self._producer_success(p.request_id, existing.name, existing.topic)
             return
         result = await self._attach(topic, p.producer_id, HandleKind.PRODUCER)
         if self.closed:
@@ -365,16 +378,22 @@ class WireConnection(Actor):
             self.server.producer_name(self.broker_id)
         self.producers[p.producer_id] = _Producer(topic, name)
         self.server.network.connect(self.name, self.broker_id)
-        self._producer_success(p.request_id, name)
+        self.recently_closed.discard(p.producer_id)
+        self._producer_success(p.request_id, name, topic)
 
-    def _producer_success(self, request_id: int, name: str) -> None:
+    def _producer_success(self, request_id: int, name: str, topic: str) -> None:
+        """PRODUCER_SUCCESS with the producer's last stored sequence id (Producer.getLastSequenceId: -1
+        unless deduplication keeps one), so a producer re-created by name continues after it."""
+        last = self.server.logs.get(topic).last_sequence.get(name, (-1, 0))[0]
         self.send(pb.BaseCommand(type=_T.PRODUCER_SUCCESS, producer_success=pb.CommandProducerSuccess(
-            request_id=request_id, producer_name=name, last_sequence_id=-1, schema_version=b"")))
+            request_id=request_id, producer_name=name, last_sequence_id=last, schema_version=b"")))
         self.start_soon(self._drain)
 
     def _on_send(self, cmd: pb.BaseCommand, entry: bytes | None) -> None:
         s = cmd.send
         producer = self.producers.get(s.producer_id)
+        if producer is None and s.producer_id in self.recently_closed:
+            return   # "We expect these messages because we recently closed the producer" (ServerCnx)
         if producer is None:
             self._refuse(f"send for producer {s.producer_id}, which is not ready")
             return
@@ -491,7 +510,7 @@ class WireConnection(Actor):
     def dispatch(self, consumer_id: int) -> int:
         """Send what the consumer's permits allow (a batch entry takes as many as it holds)."""
         c = self.consumers.get(consumer_id)
-        if c is None or c.fenced or self.closed:
+        if c is None or c.fenced or self.closed or not self.alive:
             return 0
         log_ = self.server.logs.get(c.topic)
         sub = log_.subscriptions.get(c.subscription)

@@ -90,8 +90,17 @@ class WireServer:
         await self.cluster.ensure_default_namespace()
 
     def url_of(self, broker_id: str) -> str:
-        """brokerServiceUrl of a broker (its id, `host:8080`) as the lookups advertise it."""
-        return f"pulsar://{self.host}:{self.port_of(broker_id)}"
+        """brokerServiceUrl of a broker (its id, `host:8080`) as the lookups advertise it: the bound
+        host, loopback for a wildcard bind (0.0.0.0 or ::, where no client can connect), an IPv6
+        literal in brackets."""
+        host = self.host
+        if host in ("", "0.0.0.0"):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "[::1]"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"pulsar://{host}:{self.port_of(broker_id)}"
 
     def broker_actor(self, broker_id: str) -> Actor:
         return self.network.broker(broker_id)

@@ -119,3 +119,21 @@ def test_a_finished_timeline_ignores_the_recorders_closing_block():
     tl.end = 0.0
     tl.take(0.0, [((USAGE, ("broker",), ("b1",)), 9.0)])
     assert tl.sample_facts().usage["b1"][1].tolist() == [5.0]
+
+
+def test_a_sample_a_float_step_before_the_open_tick_is_that_ticks():
+    """The samplers stamp a block with the grid instant the clock is a hair short of; a run ending at
+    that instant samples its end a float step earlier: one tick, not a refusal (nor a second tick)."""
+    facts = SampleFacts()
+    labels = (("broker", "b1"),)
+    counter = (("cluster", "c"),)
+    facts.add(600.0000000001, USAGE, labels, 50.0)
+    facts.add(600.0000000001, COUNTERS["lookups"], counter, 3.0)
+    facts.add(600.0, USAGE, labels, 70.0)
+    facts.add(600.0, COUNTERS["lookups"], counter, 5.0)
+    facts.close()
+    assert facts.ticks.tolist() == [600.0000000001]
+    assert facts.usage["b1"][1].tolist() == [70.0]
+    assert [t.tolist() for t, _ in facts.counters.values()] == [[600.0000000001, 600.0000000001]]
+    with pytest.raises(ValueError):
+        facts.add(599.0, USAGE, labels, 1.0)
