@@ -17,8 +17,10 @@ from emulator.model.errors import UsageError
 from emulator.model.stats import ci95_half_width, mean_ci95, significant, welch_p
 from emulator.pipeline.compare import comparison_fields, comparison_rows, kpi_columns
 from emulator.pipeline.report import report
-from emulator.pipeline.rollup import KPI_COLUMNS, RUN_COLUMNS
+from emulator.pipeline.rollup import KPI_COLUMNS
 from emulator.pipeline.side_by_side import compare_folders
+
+from .test_side_by_side import rollup_folder
 
 # Fixed samples: A and B differ far beyond their spread; A and C overlap.
 A = [10.0, 11.0, 12.0, 10.5, 11.5]
@@ -69,13 +71,7 @@ def sweep_folder(root: Path) -> Path:
         for seed, u in enumerate(unloads, 1):
             runs.append({"run_id": f"{config}-{seed}", "config": config, "seed": seed, "unloads": u,
                          "unloads_per_hour": u, "balance_range": 5.0 + seed})   # equal in every configuration
-    folder = root / "rollup" / "csv" / "runs"
-    folder.mkdir(parents=True)
-    with (folder / "part-00000-x.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
-        w.writeheader()
-        for r in runs:
-            w.writerow({k: "" if r.get(k) is None else r.get(k) for k in RUN_COLUMNS})
+    rollup_folder(root / "rollup", runs)
     fields = [name for name, _ in comparison_fields(KPI_COLUMNS)]
     (root / "rollup" / "csv" / "comparison").mkdir(parents=True)
     with (root / "rollup" / "csv" / "comparison" / "part-00000-x.csv").open("w", newline="") as f:
