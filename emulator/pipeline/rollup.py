@@ -93,7 +93,7 @@ import re
 import shutil
 import sys
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -177,16 +177,33 @@ class RollupResult(msgspec.Struct, kw_only=True):
     wall_seconds: float           # from session start (or the call, with a given session) to written
     samples_per_second: float
     jvm_peak_rss_bytes: int | None
+    phases: dict[str, float] = {}
+    """Wall seconds per phase: `session` (start, when the roll-up started one), `read` (the samples
+    read, parsed and counted), `kpis` (the KPI families while the Spark tables are written beside
+    them), `write` (the rest of the writes)."""
+
+
+def _lap(phases: dict[str, float]) -> Callable[[str], None]:
+    """`lap(name)`: the wall seconds since the previous lap (or this call) into `phases[name]`."""
+    last = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = now - last[0]
+        last[0] = now
+    return lap
 
 
 # ====================================================================== reading
 
 
 def _run_id_col(F: Any, path: Any = None) -> Any:
-    """The run folder's name from Spark's file URI ('%XX' decoded; '+' is a literal plus in a path).
-    Two regular expressions per row: apply it after filters, or to a grouped path."""
-    name = F.regexp_extract(F.col("_metadata.file_path") if path is None else path, r"([^/]+)/[^/]+$", 1)
-    return F.url_decode(F.regexp_replace(name, r"\+", "%2B"))
+    """The run folder's name from Spark's file URI: the last folder of the path, '%XX' decoded when it
+    has one ('+' is a literal plus in a path, which `url_decode` would read as a space). Two
+    `substring_index` per row: a regular expression here cost 1.3 s per 300,000 lines (bench `rollup`)."""
+    folder = F.substring_index(F.substring_index(
+        F.col("_metadata.file_path") if path is None else path, "/", -2), "/", 1)
+    return F.when(folder.contains("%"), F.url_decode(F.regexp_replace(folder, r"\+", "%2B"))).otherwise(folder)
 
 
 def _paths(runs: Sequence[Run], file: str) -> list[str]:
@@ -218,10 +235,24 @@ def _name_pattern(names: Sequence[str]) -> str:
     return '"(?:' + "|".join(re.escape(n) for n in sorted(names)) + ')"'
 
 
-def read_samples(spark: "SparkSession", runs: Sequence[Run], names: Sequence[str] | None = None
-                 ) -> "DataFrame":
-    """samples.jsonl of every run; with `names`, only the lines of those series are parsed (a text
-    match first: the JSON parser, with its map of labels, is most of a roll-up's reading time)."""
+def _named(F: Any, names: Sequence[str]) -> Any:
+    """A text test that keeps every line whose series is in `names` (the parse decides): the recorder
+    writes `"name":"..."` before `"labels"`, so its name is read by position and looked up in a set
+    (0.1 s per 300,000 lines); a line laid out otherwise (another writer, spaces) gets the regular
+    expression (0.8 s per 300,000 lines, measured)."""
+    value = F.col("value")
+    at, labels = F.instr(value, '"name":"'), F.instr(value, '"labels"')
+    by_position = (at > 0) & ((labels == 0) | (at < labels))
+    name = F.substring_index(F.expr("substring(value, instr(value, '\"name\":\"') + 8)"), '"', 1)
+    return F.when(by_position, name.isin(*names)).otherwise(value.rlike(_name_pattern(names)))
+
+
+def read_samples(spark: "SparkSession", runs: Sequence[Run], names: Sequence[str]) -> "DataFrame":
+    """samples.jsonl of every run: the lines of the series `names` (a text test first, `_named`),
+    parsed, with their `run_id`; not yet filtered on parsed fields (`valid_samples`).
+
+    Cache it before `valid_samples`: over the text, Spark's optimizer pushes a filter on parsed fields
+    below the parse and then parses each line once per field tested (five times, measured)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -229,24 +260,49 @@ def read_samples(spark: "SparkSession", runs: Sequence[Run], names: Sequence[str
     paths = _paths(runs, SAMPLES_FILE)
     if not paths:
         return empty_frame(spark, schema.add("run_id", T.StringType()))
-    text = _reader(spark, runs).text(paths)
-    if names is not None:
-        text = text.filter(F.col("value").rlike(_name_pattern(names)))
-    df = text.select(F.from_json("value", schema).alias("s"), _run_id_col(F).alias("run_id")) \
+    text = _reader(spark, runs).text(paths).filter(_named(F, names))
+    return text.select(F.from_json("value", schema).alias("s"), _run_id_col(F).alias("run_id")) \
         .select("s.*", "run_id")
-    df = df.filter(F.col("t").isNotNull() & F.col("name").isNotNull() & F.col("value").isNotNull())
-    return df if names is None else df.filter(F.col("name").isin(*names))
+
+
+def valid_samples(samples: "DataFrame", names: Sequence[str]) -> "DataFrame":
+    """The rows of `read_samples` that parsed, of the series `names`."""
+    from pyspark.sql import functions as F
+
+    return samples.filter(F.col("t").isNotNull() & F.col("name").isNotNull() & F.col("value").isNotNull()
+                          & F.col("name").isin(*names))
+
+
+def scanned_lines(df: "DataFrame") -> int | None:
+    """Fill cached `df` (one job) and return the lines its file scans read: Spark's own count
+    (`numOutputRows` of each FileSourceScanExec), so the samples are counted in the pass that parses
+    them, not in a second scan (`sample_stats`: a second cold job, 2-4 s of a recorded hour's
+    roll-up, measured). None when the plan has no such scan to read (then `sample_stats` counts)."""
+    df.count()
+    try:
+        plan = df._jdf.queryExecution().executedPlan()
+        plan = plan.relation().cachedPlan() if plan.nodeName() == "InMemoryTableScan" else plan
+        total, found = 0, False
+        leaves = plan.collectLeaves().iterator()
+        while leaves.hasNext():
+            leaf = leaves.next()
+            if leaf.nodeName().startswith("Scan text"):
+                total += int(leaf.metrics().get("numOutputRows").get().value())
+                found = True
+    except Exception:  # noqa: BLE001 - Spark's internals moved: count the other way
+        return None
+    return total if found else None
 
 
 def sample_stats(spark: "SparkSession", runs: Sequence[Run]) -> dict[str, tuple[int, float | None]]:
     """Per run: lines in samples.jsonl, and for a run without `emulated_end` its largest `t` (one scan
-    of the text; `t` is parsed only when some run has no `emulated_end`)."""
+    of the text, grouped by file; `t` is read only when some run has no `emulated_end`)."""
     from pyspark.sql import functions as F
 
     paths = _paths(runs, SAMPLES_FILE)
     if not paths:
         return {}
-    open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
+    open_ended = any(r.info.emulated_end is None for r in runs)
     text = _reader(spark, runs).text(paths).filter(F.length("value") > 0)
     per_file = text.groupBy(F.col("_metadata.file_path").alias("path"))
     t = F.get_json_object("value", "$.t").cast("double") if open_ended else F.lit(None).cast("double")
@@ -396,6 +452,23 @@ def rows_frame(spark: "SparkSession", fields: Sequence[tuple[str, str]], rows: S
     return spark.read.schema(schema).option("allowNonNumericNumbers", True).json(str(path))
 
 
+def sql_literal(value: Any) -> str:
+    """`value` as a Spark SQL literal of the type `F.lit(value)` gives it: a string (quoted, with
+    backslash escapes), a boolean, an int (INT when it fits 32 bits, else BIGINT), a double (also
+    NaN and the infinities), or NULL."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if -(1 << 31) <= value < (1 << 31) else f"{value}L"
+    if isinstance(value, float):
+        return f"{value!r}D" if math.isfinite(value) else f"CAST('{value!r}' AS DOUBLE)"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    raise TypeError(f"no SQL literal for {value!r}")
+
+
 # ====================================================================== the job
 
 
@@ -414,12 +487,15 @@ class _Job:
         self.F, self.Window, self.spark, self.o = F, Window, spark, options
         self.counters = counter_kpis_of(extra_counters)
         self._cached: list["DataFrame"] = []
+        self._exprs: dict[Any, Any] = {}
         if frames is None:
             names = (*SAMPLE_NAMES, *(n for n in self.counters.values() if n not in SAMPLE_NAMES))
-            frames = Frames(samples=read_samples(spark, runs, names),
+            raw = self._keep(read_samples(spark, runs, names))
+            frames = Frames(samples=valid_samples(raw, names),
                             decisions=read_decisions(spark, runs), events=read_events(spark, runs),
                             publish=read_publish(spark, runs))
-            stats = sample_stats(spark, runs)
+            lines = None if any(r.info.emulated_end is None for r in runs) else scanned_lines(raw)
+            stats = sample_stats(spark, runs) if lines is None else {"": (lines, None)}
         else:
             stats = {r["run_id"]: (r["n"], r["t_max"]) for r in frames.samples.groupBy("run_id").agg(
                 F.count("t").alias("n"), F.max("t").alias("t_max")).collect()}
@@ -438,11 +514,25 @@ class _Job:
         self.meta_rows = meta_rows(runs, t_max, float(options.window))
         self.scope_rows = scope_rows(self.meta_rows, float(options.window))
 
+    def meta_sql(self, name: str) -> str:
+        """The run's `name` (meta_rows) for each row's run_id, as SQL: a literal map, so no join and no
+        job."""
+        pairs = ", ".join(f"{sql_literal(m['run_id'])}, {sql_literal(m[name])}" for m in self.meta_rows)
+        return f"map({pairs})[run_id]" if pairs else "NULL"
+
     def meta(self, name: str) -> Any:
-        """The run's `name` (meta_rows) for each row's run_id: a literal map, so no join and no job."""
-        F = self.F
-        pairs = [x for m in self.meta_rows for x in (F.lit(m["run_id"]), F.lit(m[name]))]
-        return F.create_map(*pairs)[F.col("run_id")] if pairs else F.lit(None)
+        """`meta_sql(name)` as a column, made once: built from `F.lit`s at every use it cost three py4j
+        round trips per run each time (1,400 round trips, about 1.5 s, for one run; a 1,000-run sweep
+        would have spent most of an hour on them)."""
+        return self._expr(("meta", name), lambda: self.meta_sql(name))
+
+    def _expr(self, key: Any, sql: Callable[[], str]) -> Any:
+        """A column from SQL text (one py4j round trip where functions calls take three per node),
+        made once per `key`."""
+        column = self._exprs.get(key)
+        if column is None:
+            column = self._exprs[key] = self.F.expr(sql())
+        return column
 
     def scope_bounds(self) -> tuple[Any, Any]:
         """(start, end) of each row's scope (its run and `window`), as expressions."""
@@ -461,6 +551,18 @@ class _Job:
         self._cached.append(df.cache())
         return df
 
+    @staticmethod
+    def _filled(pool: Executor | None) -> Callable[..., Any]:
+        """`fill(df, ...)`: compute cached frames now, side by side on `pool`, and return the first.
+
+        The frames are filled in the order their readers need them: two jobs that read a cached frame
+        not yet filled both compute it (Spark's block manager keeps the first and drops the other:
+        "Block rdd_N already exists"), which on two cores doubled the work of the shared frames."""
+        def fill(*frames: "DataFrame") -> "DataFrame":
+            list((pool.map if pool is not None else map)(lambda df: df.count(), frames))
+            return frames[0]
+        return fill
+
     def release(self) -> None:
         for df in self._cached:
             df.unpersist()
@@ -470,37 +572,39 @@ class _Job:
 
     def _scoped(self, df: "DataFrame", t: str = "t") -> "DataFrame":
         """Each row twice: in the run scope and in the window holding its time."""
-        F, W = self.F, float(self.o.window)
-        win = F.least(F.floor((F.col(t) - self.meta("t0")) / W).cast("int"), self.meta("n_windows") - 1)
-        return df.withColumn("window", F.explode(F.array(F.lit(RUN_SCOPE), F.greatest(F.lit(0), win))))
+        def sql() -> str:
+            window = sql_literal(float(self.o.window))
+            k = f"CAST(floor((`{t}` - {self.meta_sql('t0')}) / {window}) AS INT)"
+            return f"explode(array({RUN_SCOPE}, greatest(0, least({k}, {self.meta_sql('n_windows')} - 1))))"
+        return df.withColumn("window", self._expr(("scoped", t), sql))
 
     # -------------------------------------------------------------- per-tick balance
 
     def broker_usage(self) -> "DataFrame":
+        """Per (run, t, broker): usage (max), msg rate and throughput (sums) of that tick's samples, one
+        aggregation with conditional columns (a figure with no sample is null, as it would be in a full
+        join of three aggregations, which cost three shuffles and two joins)."""
         F = self.F
-        s = self.samples.withColumn("broker", F.col("labels").getItem("broker")) \
-            .filter(F.col("broker").isNotNull())
-        usage = s.filter(F.col("name") == USAGE).groupBy("run_id", "t", "broker") \
-            .agg(F.max("value").alias("usage"))
-        rate = s.filter(F.col("name").isin(*RATE)).groupBy("run_id", "t", "broker") \
-            .agg(F.sum("value").alias("msg_rate"))
-        tput = s.filter(F.col("name").isin(*THROUGHPUT)).groupBy("run_id", "t", "broker") \
-            .agg(F.sum("value").alias("throughput"))
-        key = ["run_id", "t", "broker"]
-        return usage.join(rate, key, "full").join(tput, key, "full")
+        value, name = F.col("value"), F.col("name")
+        s = self.samples.filter(name.isin(USAGE, *RATE, *THROUGHPUT)) \
+            .withColumn("broker", F.col("labels").getItem("broker")).filter(F.col("broker").isNotNull())
+        return s.groupBy("run_id", "t", "broker").agg(
+            F.max(F.when(name == USAGE, value)).alias("usage"),
+            F.sum(F.when(name.isin(*RATE), value)).alias("msg_rate"),
+            F.sum(F.when(name.isin(*THROUGHPUT), value)).alias("throughput"))
 
     def ticks(self, bu: "DataFrame") -> "DataFrame":
+        """Per (run, t) with some usage: the spread of usage, msg rate and throughput over the brokers
+        that have each figure (aggregates skip nulls: one aggregation, not three and two joins)."""
         F = self.F
-        u = bu.filter(F.col("usage").isNotNull()).groupBy("run_id", "t").agg(
+        mean = F.col("usage_mean")
+        return bu.groupBy("run_id", "t").agg(
             F.count("usage").alias("brokers"), F.max("usage").alias("usage_max"),
             F.min("usage").alias("usage_min"), F.avg("usage").alias("usage_mean"),
-            F.stddev_pop("usage").alias("usage_std"))
-        r = bu.filter(F.col("msg_rate").isNotNull()).groupBy("run_id", "t").agg(
-            F.max("msg_rate").alias("rate_max"), F.min("msg_rate").alias("rate_min"))
-        p = bu.filter(F.col("throughput").isNotNull()).groupBy("run_id", "t").agg(
-            F.max("throughput").alias("throughput_max"), F.min("throughput").alias("throughput_min"))
-        mean = F.col("usage_mean")
-        return u.join(r, ["run_id", "t"], "left").join(p, ["run_id", "t"], "left").withColumns({
+            F.stddev_pop("usage").alias("usage_std"),
+            F.max("msg_rate").alias("rate_max"), F.min("msg_rate").alias("rate_min"),
+            F.max("throughput").alias("throughput_max"), F.min("throughput").alias("throughput_min"),
+        ).filter(F.col("brokers") > 0).withColumns({
             "usage_range": F.col("usage_max") - F.col("usage_min"),
             "usage_max_over_mean": F.when(mean > 0, F.col("usage_max") / mean),
             "usage_cv": F.when(mean > 0, F.col("usage_std") / mean),
@@ -683,29 +787,45 @@ class _Job:
 
     # -------------------------------------------------------------- assembly
 
-    def tables(self, pool: Executor | None = None) -> tuple[list[dict[str, Any]], dict[str, "DataFrame"]]:
+    def tables(self, pool: Executor | None = None,
+               ready: Callable[[dict[str, "DataFrame"]], None] | None = None
+               ) -> tuple[list[dict[str, Any]], dict[str, "DataFrame"]]:
         """The run rows (collected; the window rows are left in `window_rows`) and the tables Spark
         writes from its own frames (all but runs, windows and comparison).
 
         The KPI families are aggregated by Spark to one row per (run, scope), collected (side by side
         on `pool`) and joined in the driver: a runs-by-windows table is small, and one plan joining
-        seven aggregates cost seconds of planning and a broadcast job per join."""
-        F = self.F
+        seven aggregates cost seconds of planning and a broadcast job per join. `ready(tables)` is
+        called as soon as the tables' inputs are cached, before the collects: their writes can run
+        beside the KPIs (on two cores a third of the roll-up's time, measured, was one core idle)."""
+        fill = self._filled(pool)
+        fill(self.samples, self.decisions, self.events)
         bu = self._keep(self.broker_usage())
-        ticks = self._keep(self.ticks(bu))
-        per = self._keep(self.per_broker(bu, ticks))
         topics = self._keep(self.topic_outages())
+        fill(bu, topics)
+        ticks = fill(self._keep(self.ticks(bu)))
+        per = self._keep(self.per_broker(bu, ticks))
         be = self._keep(self.balance_events(ticks))
+        fill(per, be)
+        tables = self._spark_tables(bu, ticks, per, topics, be)
+        if ready is not None:
+            ready(tables)
         parts = (self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
                  self.reconnect_kpis(), self.outage_kpis(topics), self.balance_event_kpis(be))
         collected = list((pool.map if pool is not None else map)(lambda df: df.collect(), parts))
         run_rows, window_rows = self._assemble(collected)
         self.window_rows = window_rows
+        return run_rows, tables
+
+    def _spark_tables(self, bu: "DataFrame", ticks: "DataFrame", per: "DataFrame", topics: "DataFrame",
+                      be: "DataFrame") -> dict[str, "DataFrame"]:
+        """The tables Spark writes from its own frames, in their columns and order."""
+        F = self.F
         cfg = self.with_config
         brokers = cfg(per.filter(F.col("window") == RUN_SCOPE).drop("window")).select(
             "run_id", "config", "seed", "broker", "usage_mean", "usage_max", "overloaded_seconds",
             "uptv", "dntv", "runs", "tdtv", "tdtv_pct").orderBy("run_id", "broker")
-        return run_rows, {
+        return {
             "brokers": brokers,
             "balance_events": cfg(be).select(
                 "run_id", "config", "seed", "seq", "t", "event", "detail", "balanced_at",
@@ -792,6 +912,13 @@ def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: E
     """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting); the tables
     side by side on `pool` (Spark runs jobs of several threads at once: the cores stay busy while the
     driver plans the next table)."""
+    for f in submit_writes(tables, out_dir, pool):
+        f.result()
+
+
+def submit_writes(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: Executor | None = None
+                  ) -> list["Future[None]"]:
+    """`write_tables` started on `pool` (or done now, without one): the futures of its writes."""
     out = Path(out_dir)
 
     def write(name: str, df: "DataFrame") -> None:
@@ -804,9 +931,8 @@ def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: E
     if pool is None:
         for name, df in tables.items():
             write(name, df)
-    else:
-        for f in [pool.submit(write, name, df) for name, df in tables.items()]:
-            f.result()
+        return []
+    return [pool.submit(write, name, df) for name, df in tables.items()]
 
 
 def input_bytes(runs: Sequence[Run]) -> int:
@@ -859,28 +985,37 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
         raise TypeError(f"options = {options!r}: expected a RollupOptions")
     if not isinstance(out_dir, (str, Path)) or not str(out_dir):
         raise ValueError(f"out_dir = {out_dir!r}: expected a folder path")
+    phases: dict[str, float] = {}
+    lap = _lap(phases)
     with ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(spark_session(master, conf={**launch_conf(master, size), **(conf or {})}))
+            lap("session")
             started = time.perf_counter()  # the figure is "after session start"
         stack.enter_context(sized_to(spark, size))
         pool = stack.enter_context(ThreadPoolExecutor(THREADS, thread_name_prefix="rollup"))
+        writers = stack.enter_context(ThreadPoolExecutor(THREADS, thread_name_prefix="rollup-write"))
         job = _Job(spark, runs, options, frames(spark) if frames is not None else None, extra_counters)
         stack.callback(job.release)
-        run_rows, tables = job.tables(pool)
+        lap("read")
+        writes: list[Future[None]] = []
+        run_rows, _ = job.tables(pool, ready=lambda t: writes.extend(submit_writes(t, out_dir, writers)))
+        lap("kpis")
         null_kpis([*run_rows, *job.window_rows], unavailable or {})
         cmp_rows = comparison_rows(run_rows, KPI_COLUMNS)
         staging = Path(out_dir) / "_staging"
         stack.callback(shutil.rmtree, staging, True)
-        tables = {**driver_tables(spark, run_rows, job.window_rows, cmp_rows, staging), **tables}
-        write_tables(tables, out_dir, pool)
+        writes += submit_writes(driver_tables(spark, run_rows, job.window_rows, cmp_rows, staging), out_dir, writers)
+        for f in writes:
+            f.result()
         write_unavailable(out_dir, unavailable)
+        lap("write")
         n_samples = job.sample_count
         wall = time.perf_counter() - started
         rss = jvm_peak_rss_bytes(spark)
     result = RollupResult(out_dir=str(out_dir), runs=run_rows, comparison=cmp_rows, samples=n_samples,
                           wall_seconds=wall, samples_per_second=n_samples / wall if wall > 0 else 0.0,
-                          jvm_peak_rss_bytes=rss)
+                          jvm_peak_rss_bytes=rss, phases=phases)
     if show:
         from emulator.pipeline.tables import format_comparison, format_runs
 
@@ -888,8 +1023,9 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
         if any(r.get("runs", 0) > 1 for r in cmp_rows):  # else it would repeat the runs table
             print()
             print(format_comparison(cmp_rows))
+        spent = "".join(f"; {name} {seconds:.1f} s" for name, seconds in phases.items())
         print(f"\nrolled up {len(run_rows)} run(s), {n_samples:,} samples in {wall:.1f} s "
-              f"({result.samples_per_second:,.0f} samples/s) -> {out_dir}")
+              f"({result.samples_per_second:,.0f} samples/s{spent}) -> {out_dir}")
     return result
 
 

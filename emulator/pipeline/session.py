@@ -99,8 +99,9 @@ def tune_session(session: "SparkSession") -> None:
     warns that it truncated one). A key the user set in the Spark conf is left alone."""
     sc = session.sparkContext
     wanted = {"spark.sql.debug.maxToStringFields": "1000", **_local_conf(sc.master)}
+    conf = sc.getConf()   # a copy, made by py4j round trips: once, not per key
     for key, value in wanted.items():
-        if not sc.getConf().contains(key):
+        if not conf.contains(key):
             session.conf.set(key, value)
 
 
@@ -191,7 +192,8 @@ def sized_to(session: "SparkSession", input_bytes: int | None) -> Iterator[None]
         if not _is_local(sc.master):
             parts = min(max(1, math.ceil(input_bytes / BYTES_PER_PARTITION)), max(1, sc.defaultParallelism))
             wanted["spark.sql.shuffle.partitions"] = str(parts)
-    wanted = {k: v for k, v in wanted.items() if not sc.getConf().contains(k)}
+    conf = sc.getConf()
+    wanted = {k: v for k, v in wanted.items() if not conf.contains(k)}
     before = {k: session.conf.get(k, None) for k in wanted}
     for key, value in wanted.items():
         session.conf.set(key, value)

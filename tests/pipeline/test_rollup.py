@@ -186,3 +186,60 @@ def test_extensible_decisions_that_went_through_count_as_unloads_and_splits(roll
     lines = [json.loads(line) for line in Path(recorded[0], "decisions.jsonl").read_text().splitlines()]
     assert row["unloads"] == sum(d["decision"] == "unload" for d in lines) + 2
     assert row["splits"] == sum(d["decision"] == "split" and d.get("ok") is not False for d in lines) + 1
+
+
+def _relaid(src: str, dst: Path) -> None:
+    """A copy of recording `src` whose sample lines are laid out as other writers might: spaces after
+    the separators, labels before the name, and a label called "name" ahead of the series' own."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    lines = Path(src, "samples.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        d = json.loads(line)
+        i = sum(map(ord, d["name"] + json.dumps(d["labels"], sort_keys=True)))  # one layout per series
+        if i % 3 == 0:
+            out.append(json.dumps(d))
+        elif i % 3 == 1:
+            out.append(json.dumps({"labels": d["labels"], "t": d["t"], "value": d["value"], "name": d["name"]}))
+        else:
+            labels = {"name": "pulsar_lb_emulator_broker_max_usage", **d["labels"]}
+            out.append(json.dumps({"t": d["t"], "labels": labels, "name": d["name"], "value": d["value"]},
+                                  separators=(",", ":")))
+    Path(dst, "samples.jsonl").write_text("\n".join(out) + "\n")
+
+
+def test_samples_are_read_whatever_their_layout_and_every_line_is_counted(spark, tmp_path):
+    """The text test before the parse (the name read by its position in the recorder's layout) keeps
+    every line of a series the KPIs read, laid out any other way; the count of lines comes from the
+    parsing pass when every run finished."""
+    done = write_synthetic_run(tmp_path / "compact", seed=3, duration=1200.0)
+    _relaid(done, tmp_path / "relaid")
+    lines = len(Path(done, "samples.jsonl").read_text().splitlines())
+    results = [rollup([str(tmp_path / name)], tmp_path / f"out-{name}", spark=spark, options=OPTIONS,
+                      show=False) for name in ("compact", "relaid")]
+    assert [r.samples for r in results] == [lines, lines]
+    a, b = ({k: v for k, v in r.runs[0].items() if k != "run_id"} for r in results)
+    assert a.keys() == b.keys()
+    assert all(close(a[k], b[k]) if not isinstance(a[k], str) else a[k] == b[k] for k in a), \
+        {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+    assert a["balance_range"] is not None and a["lookups"] > 0
+
+
+def test_sql_literals_have_the_type_and_value_of_lit(spark):
+    """The run metadata goes into each plan as SQL text: every value reads back as F.lit makes it."""
+    from pyspark.sql import functions as F
+
+    from emulator.pipeline.rollup import sql_literal
+
+    values = ["it's a \\ path\n+%41", "", 7, -(1 << 31), 1 << 31, 2 ** 40, 0.1, 1e-300, -3600.5,
+              float("inf"), float("-inf"), True, False, None]
+    one = spark.range(1)
+    for v in values:
+        mine = one.select(F.expr(sql_literal(v)).alias("x"))
+        theirs = one.select(F.lit(v).alias("x"))
+        assert [f.dataType for f in mine.schema] == [f.dataType for f in theirs.schema], v
+        assert mine.collect() == theirs.collect(), v
+    nan = one.select(F.expr(sql_literal(float("nan"))).alias("x")).collect()[0][0]
+    assert math.isnan(nan)
