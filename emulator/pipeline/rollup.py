@@ -267,10 +267,7 @@ def read_samples(spark: "SparkSession", runs: Sequence[Run], names: Sequence[str
 
 def valid_samples(samples: "DataFrame", names: Sequence[str]) -> "DataFrame":
     """The rows of `read_samples` that parsed, of the series `names`."""
-    from pyspark.sql import functions as F
-
-    return samples.filter(F.col("t").isNotNull() & F.col("name").isNotNull() & F.col("value").isNotNull()
-                          & F.col("name").isin(*names))
+    return samples.filter(f"t IS NOT NULL AND name IS NOT NULL AND value IS NOT NULL AND name IN ({_in(*names)})")
 
 
 def scanned_lines(df: "DataFrame") -> int | None:
@@ -452,6 +449,11 @@ def rows_frame(spark: "SparkSession", fields: Sequence[tuple[str, str]], rows: S
     return spark.read.schema(schema).option("allowNonNumericNumbers", True).json(str(path))
 
 
+def _in(*values: Any) -> str:
+    """The list of an SQL `IN (...)`."""
+    return ", ".join(sql_literal(v) for v in values)
+
+
 def sql_literal(value: Any) -> str:
     """`value` as a Spark SQL literal of the type `F.lit(value)` gives it: a string (quoted, with
     backslash escapes), a boolean, an int (INT when it fits 32 bits, else BIGINT), a double (also
@@ -536,11 +538,18 @@ class _Job:
 
     def scope_bounds(self) -> tuple[Any, Any]:
         """(start, end) of each row's scope (its run and `window`), as expressions."""
-        F, W = self.F, float(self.o.window)
-        t0, span, w = self.meta("t0"), self.meta("span"), F.col("window")
-        start = F.when(w == RUN_SCOPE, t0).otherwise(t0 + w * W)
-        end = F.when(w == RUN_SCOPE, span).otherwise(F.least(t0 + (w + 1) * W, span))
-        return start, end
+        def sql(which: str) -> str:
+            t0, span, w = self.meta_sql("t0"), self.meta_sql("span"), sql_literal(float(self.o.window))
+            if which == "start":
+                return f"CASE WHEN `window` = {RUN_SCOPE} THEN {t0} ELSE {t0} + `window` * {w} END"
+            return f"CASE WHEN `window` = {RUN_SCOPE} THEN {span} ELSE least({t0} + (`window` + 1) * {w}, {span}) END"
+        return self._expr(("bounds", "start"), lambda: sql("start")), self._expr(("bounds", "end"), lambda: sql("end"))
+
+    def _sql(self, **columns: str) -> list[Any]:
+        """`name="SQL"` as aliased columns. The KPIs are written in SQL text: one py4j round trip per
+        column, where `functions` calls take three per node (the roll-up of a recorded hour made
+        10,000 round trips, each a reflective lookup in the JVM, measured)."""
+        return [self.F.expr(f"{sql} AS `{name}`") for name, sql in columns.items()]
 
     def with_config(self, df: "DataFrame") -> "DataFrame":
         """The run's configuration label and seed beside its run_id."""
@@ -585,205 +594,176 @@ class _Job:
         aggregation with conditional columns (a figure with no sample is null, as it would be in a full
         join of three aggregations, which cost three shuffles and two joins)."""
         F = self.F
-        value, name = F.col("value"), F.col("name")
-        s = self.samples.filter(name.isin(USAGE, *RATE, *THROUGHPUT)) \
-            .withColumn("broker", F.col("labels").getItem("broker")).filter(F.col("broker").isNotNull())
-        return s.groupBy("run_id", "t", "broker").agg(
-            F.max(F.when(name == USAGE, value)).alias("usage"),
-            F.sum(F.when(name.isin(*RATE), value)).alias("msg_rate"),
-            F.sum(F.when(name.isin(*THROUGHPUT), value)).alias("throughput"))
+        s = self.samples.filter(F.expr(f"name IN ({_in(USAGE, *RATE, *THROUGHPUT)})")) \
+            .withColumn("broker", F.expr("labels['broker']")).filter("broker IS NOT NULL")
+        return s.groupBy("run_id", "t", "broker").agg(*self._sql(
+            usage=f"max(CASE WHEN name = {sql_literal(USAGE)} THEN value END)",
+            msg_rate=f"sum(CASE WHEN name IN ({_in(*RATE)}) THEN value END)",
+            throughput=f"sum(CASE WHEN name IN ({_in(*THROUGHPUT)}) THEN value END)"))
 
     def ticks(self, bu: "DataFrame") -> "DataFrame":
         """Per (run, t) with some usage: the spread of usage, msg rate and throughput over the brokers
         that have each figure (aggregates skip nulls: one aggregation, not three and two joins)."""
         F = self.F
-        mean = F.col("usage_mean")
-        return bu.groupBy("run_id", "t").agg(
-            F.count("usage").alias("brokers"), F.max("usage").alias("usage_max"),
-            F.min("usage").alias("usage_min"), F.avg("usage").alias("usage_mean"),
-            F.stddev_pop("usage").alias("usage_std"),
-            F.max("msg_rate").alias("rate_max"), F.min("msg_rate").alias("rate_min"),
-            F.max("throughput").alias("throughput_max"), F.min("throughput").alias("throughput_min"),
-        ).filter(F.col("brokers") > 0).withColumns({
-            "usage_range": F.col("usage_max") - F.col("usage_min"),
-            "usage_max_over_mean": F.when(mean > 0, F.col("usage_max") / mean),
-            "usage_cv": F.when(mean > 0, F.col("usage_std") / mean),
-            "msg_rate_ratio": F.when(F.col("rate_min") > 0, F.col("rate_max") / F.col("rate_min")),
-            "throughput_ratio": F.when(F.col("throughput_min") > 0,
-                                       F.col("throughput_max") / F.col("throughput_min")),
+        return bu.groupBy("run_id", "t").agg(*self._sql(
+            brokers="count(usage)", usage_max="max(usage)", usage_min="min(usage)", usage_mean="avg(usage)",
+            usage_std="stddev_pop(usage)", rate_max="max(msg_rate)", rate_min="min(msg_rate)",
+            throughput_max="max(throughput)", throughput_min="min(throughput)",
+        )).filter("brokers > 0").withColumns({
+            "usage_range": F.expr("usage_max - usage_min"),
+            "usage_max_over_mean": F.expr("CASE WHEN usage_mean > 0 THEN usage_max / usage_mean END"),
+            "usage_cv": F.expr("CASE WHEN usage_mean > 0 THEN usage_std / usage_mean END"),
+            "msg_rate_ratio": F.expr("CASE WHEN rate_min > 0 THEN rate_max / rate_min END"),
+            "throughput_ratio": F.expr("CASE WHEN throughput_min > 0 THEN throughput_max / throughput_min END"),
         })
 
     def balance(self, ticks: "DataFrame") -> "DataFrame":
-        F = self.F
-        return self._scoped(ticks).groupBy("run_id", "window").agg(
-            F.count("t").alias("ticks"),
-            F.avg("usage_max_over_mean").alias("balance_max_over_mean"),
-            F.avg("usage_range").alias("balance_range"), F.max("usage_range").alias("balance_range_max"),
-            F.avg("usage_std").alias("balance_std"), F.avg("usage_cv").alias("balance_cv"),
-            F.avg("msg_rate_ratio").alias("msg_rate_max_min_ratio"),
-            F.avg("throughput_ratio").alias("throughput_max_min_ratio"))
+        return self._scoped(ticks).groupBy("run_id", "window").agg(*self._sql(
+            ticks="count(t)", balance_max_over_mean="avg(usage_max_over_mean)",
+            balance_range="avg(usage_range)", balance_range_max="max(usage_range)",
+            balance_std="avg(usage_std)", balance_cv="avg(usage_cv)",
+            msg_rate_max_min_ratio="avg(msg_rate_ratio)", throughput_max_min_ratio="avg(throughput_ratio)"))
 
     # -------------------------------------------------------------- per broker: overload, thrashing
 
     def per_broker(self, bu: "DataFrame", ticks: "DataFrame") -> "DataFrame":
-        F, Window = self.F, self.Window
-        grid = ticks.select("run_id", "t").withColumn("next_t", F.coalesce(
-            F.lead("t").over(Window.partitionBy("run_id").orderBy("t")), self.meta("span")))
-        u = bu.filter(F.col("usage").isNotNull()).select("run_id", "t", "broker", "usage") \
+        F = self.F
+        grid = ticks.select("run_id", "t").withColumn("next_t", F.expr(
+            f"coalesce(lead(t) OVER (PARTITION BY run_id ORDER BY t), {self.meta_sql('span')})"))
+        u = bu.filter("usage IS NOT NULL").select("run_id", "t", "broker", "usage") \
             .join(grid, ["run_id", "t"]).withColumn("overload_threshold", self.meta("overload_threshold"))
         u = self._scoped(u)
         start, end = self.scope_bounds()
         u = u.withColumns({"start": start, "end": end})
-        dt = F.greatest(F.lit(0.0), F.least(F.col("next_t"), F.col("end")) - F.col("t"))
-        order = Window.partitionBy("run_id", "window", "broker").orderBy("t")
-        d = F.col("usage") - F.lag("usage").over(order)
-        u = u.withColumns({"over_dt": F.when(F.col("usage") >= F.col("overload_threshold"), dt)
-                           .otherwise(F.lit(0.0)), "d": d}).withColumn("up", F.col("d") >= 0)
-        u = u.withColumn("flip", F.when(F.col("d").isNotNull() & F.lag("d").over(order).isNotNull()
-                                        & (F.col("up") != F.lag("up").over(order)), 1).otherwise(0))
-        per = u.groupBy("run_id", "window", "broker").agg(
-            F.sum("over_dt").alias("overloaded_seconds"),
-            F.sum(F.greatest(F.col("d"), F.lit(0.0))).alias("uptv"),
-            F.sum(F.greatest(-F.col("d"), F.lit(0.0))).alias("dntv"),
-            (F.lit(1) + F.sum("flip")).alias("runs"),
-            F.avg("usage").alias("usage_mean"), F.max("usage").alias("usage_max"),
-            F.min("usage").alias("usage_min"))
+        order = "PARTITION BY run_id, `window`, broker ORDER BY t"
+        dt = "greatest(0.0D, least(next_t, `end`) - t)"
+        u = u.withColumns({"over_dt": F.expr(f"CASE WHEN usage >= overload_threshold THEN {dt} ELSE 0.0D END"),
+                           "d": F.expr(f"usage - lag(usage) OVER ({order})")}).withColumn("up", F.expr("d >= 0"))
+        u = u.withColumn("flip", F.expr(f"CASE WHEN d IS NOT NULL AND lag(d) OVER ({order}) IS NOT NULL "
+                                        f"AND up != lag(up) OVER ({order}) THEN 1 ELSE 0 END"))
+        per = u.groupBy("run_id", "window", "broker").agg(*self._sql(
+            overloaded_seconds="sum(over_dt)", uptv="sum(greatest(d, 0.0D))", dntv="sum(greatest(-d, 0.0D))",
+            runs="1 + sum(flip)", usage_mean="avg(usage)", usage_max="max(usage)", usage_min="min(usage)"))
         per = per.fillna(0.0, subset=["uptv", "dntv"])
-        lo, hi = F.least("uptv", "dntv"), F.greatest("uptv", "dntv")
-        alpha = F.pow(lo / hi, 0.8)
-        per = per.withColumn("tdtv", F.when(lo == 0, F.lit(0.0))
-                             .otherwise(alpha * (F.col("uptv") + F.col("dntv")) + (1 - alpha) * lo))
-        norm = per.groupBy("run_id", "window").agg(
-            (F.max("usage_max") - F.min("usage_min")).alias("norm"))
-        norm = norm.withColumn("norm", F.when(F.col("norm") == 0, F.lit(1.0)).otherwise(F.col("norm")))
+        lo, hi = "least(uptv, dntv)", "greatest(uptv, dntv)"
+        alpha = f"pow({lo} / {hi}, 0.8D)"
+        per = per.withColumn("tdtv", F.expr(
+            f"CASE WHEN {lo} = 0 THEN 0.0D ELSE {alpha} * (uptv + dntv) + (1 - {alpha}) * {lo} END"))
+        norm = per.groupBy("run_id", "window").agg(*self._sql(norm="max(usage_max) - min(usage_min)"))
+        norm = norm.withColumn("norm", F.expr("CASE WHEN norm = 0 THEN 1.0D ELSE norm END"))
         return per.join(norm, ["run_id", "window"]).withColumn(
-            "tdtv_pct", 100.0 * F.col("tdtv") / F.col("norm")).drop("norm")
+            "tdtv_pct", F.expr("tdtv * 100.0D / norm")).drop("norm")
 
     def broker_kpis(self, per: "DataFrame") -> "DataFrame":
-        F = self.F
-        return per.groupBy("run_id", "window").agg(
-            F.count("broker").alias("brokers"),
-            F.sum("overloaded_seconds").alias("overloaded_broker_seconds"),
-            F.max("overloaded_seconds").alias("overloaded_seconds_max"),
-            F.sum(F.when(F.col("overloaded_seconds") > 0, 1).otherwise(0)).alias("overloaded_brokers"),
-            F.avg("tdtv_pct").alias("thrashing_tdtv_pct"), F.sum("tdtv").alias("thrashing_tdtv"))
+        return per.groupBy("run_id", "window").agg(*self._sql(
+            brokers="count(broker)", overloaded_broker_seconds="sum(overloaded_seconds)",
+            overloaded_seconds_max="max(overloaded_seconds)",
+            overloaded_brokers="sum(CASE WHEN overloaded_seconds > 0 THEN 1 ELSE 0 END)",
+            thrashing_tdtv_pct="avg(tdtv_pct)", thrashing_tdtv="sum(tdtv)"))
 
     # -------------------------------------------------------------- decisions and counters
 
     def decision_kpis(self) -> "DataFrame":
-        F, Window = self.F, self.Window
-        # timeline.is_load_manager_unload / is_load_manager_split, as column expressions
-        extensible = (F.col("label") == "Success") & F.coalesce(F.col("reason") != "Admin", F.lit(True))
-        is_unload = (F.col("decision") == "unload") | ((F.col("decision") == EXTENSIBLE_UNLOAD) & extensible)
-        unloads = self.decisions.filter(is_unload) \
-            .withColumn("grace_seconds", self.meta("grace_seconds"))
-        prev = F.lag("t").over(Window.partitionBy("run_id", "bundle").orderBy("t"))
-        unloads = unloads.withColumn("repeat", F.when(
-            prev.isNotNull() & (F.col("t") - prev <= F.col("grace_seconds")), 1).otherwise(0))
-        u = self._scoped(unloads).groupBy("run_id", "window").agg(
-            F.count("t").alias("unloads"), F.sum("repeat").alias("repeat_unloads"))
-        split_ok = (((F.col("decision") == "split") & F.coalesce(F.col("ok"), F.lit(True)))
-                    | ((F.col("decision") == EXTENSIBLE_SPLIT) & extensible))
-        counts = self._scoped(self.decisions.filter(F.col("decision").isin(
-            "split", EXTENSIBLE_SPLIT, "bundle_unloaded", "bundle_split"))).groupBy("run_id", "window").agg(
-            F.sum(F.when(split_ok, 1).otherwise(0)).alias("splits"),
-            F.sum(F.when(F.col("decision") == "bundle_unloaded", 1).otherwise(0)).alias("bundles_unloaded"),
-            F.sum(F.when(F.col("decision") == "bundle_split", 1).otherwise(0)).alias("bundles_split"))
+        F = self.F
+        # timeline.is_load_manager_unload / is_load_manager_split, in SQL
+        extensible = "(label = 'Success' AND coalesce(reason != 'Admin', true))"
+        is_unload = f"(decision = 'unload' OR (decision = {sql_literal(EXTENSIBLE_UNLOAD)} AND {extensible}))"
+        unloads = self.decisions.filter(F.expr(is_unload)).withColumn("grace_seconds", self.meta("grace_seconds"))
+        prev = "lag(t) OVER (PARTITION BY run_id, bundle ORDER BY t)"
+        unloads = unloads.withColumn("repeat", F.expr(
+            f"CASE WHEN {prev} IS NOT NULL AND t - {prev} <= grace_seconds THEN 1 ELSE 0 END"))
+        u = self._scoped(unloads).groupBy("run_id", "window").agg(*self._sql(
+            unloads="count(t)", repeat_unloads="sum(`repeat`)"))
+        split_ok = (f"((decision = 'split' AND coalesce(ok, true)) "
+                    f"OR (decision = {sql_literal(EXTENSIBLE_SPLIT)} AND {extensible}))")
+        kinds = _in("split", EXTENSIBLE_SPLIT, "bundle_unloaded", "bundle_split")
+        counts = self._scoped(self.decisions.filter(F.expr(f"decision IN ({kinds})"))).groupBy(
+            "run_id", "window").agg(*self._sql(
+                splits=f"sum(CASE WHEN {split_ok} THEN 1 ELSE 0 END)",
+                bundles_unloaded="sum(CASE WHEN decision = 'bundle_unloaded' THEN 1 ELSE 0 END)",
+                bundles_split="sum(CASE WHEN decision = 'bundle_split' THEN 1 ELSE 0 END)"))
         return u.join(counts, ["run_id", "window"], "full")
 
     def counter_kpis(self) -> "DataFrame":
-        F, Window = self.F, self.Window
+        F = self.F
         names = {v: k for k, v in self.counters.items()}
-        c = self.samples.filter(F.col("name").isin(*names)).withColumn(
-            "series", F.to_json(F.array_sort(F.map_entries("labels"))))
-        prev = F.lag("value").over(Window.partitionBy("run_id", "name", "series").orderBy("t"))
-        c = c.withColumn("inc", F.when(prev.isNull(), F.col("value"))
-                         .when(F.col("value") >= prev, F.col("value") - prev).otherwise(F.col("value")))
-        agg = self._scoped(c).groupBy("run_id", "window").pivot("name", list(names)).agg(F.sum("inc"))
+        c = self.samples.filter(F.expr(f"name IN ({_in(*names)})")).withColumn(
+            "series", F.expr("to_json(array_sort(map_entries(labels)))"))
+        prev = "lag(value) OVER (PARTITION BY run_id, name, series ORDER BY t)"
+        c = c.withColumn("inc", F.expr(
+            f"CASE WHEN {prev} IS NULL THEN value WHEN value >= {prev} THEN value - {prev} ELSE value END"))
+        agg = self._scoped(c).groupBy("run_id", "window").pivot("name", list(names)).agg(F.expr("sum(inc)"))
         return agg.withColumnsRenamed(names)
 
     # -------------------------------------------------------------- clients
 
     def reconnect_kpis(self) -> "DataFrame":
-        F = self.F
-        r = self.events.filter((F.col("kind") == "handle_reconnected") & F.col("unavailable").isNotNull())
-        return self._scoped(r).groupBy("run_id", "window").agg(
-            F.count("t").alias("reconnects"), F.avg("unavailable").alias("reconnect_latency_mean"),
-            F.percentile("unavailable", 0.5).alias("reconnect_latency_p50"),
-            F.percentile("unavailable", 0.99).alias("reconnect_latency_p99"),
-            F.max("unavailable").alias("reconnect_latency_max"))
+        r = self.events.filter("kind = 'handle_reconnected' AND unavailable IS NOT NULL")
+        return self._scoped(r).groupBy("run_id", "window").agg(*self._sql(
+            reconnects="count(t)", reconnect_latency_mean="avg(unavailable)",
+            reconnect_latency_p50="percentile(unavailable, 0.5D)",
+            reconnect_latency_p99="percentile(unavailable, 0.99D)", reconnect_latency_max="max(unavailable)"))
 
     def topic_outages(self) -> "DataFrame":
         """Per (run, scope, topic): seconds during which at least one of the topic's handles was down
         (`emulator/model/outages.py`)."""
-        F, Window = self.F, self.Window
-        kinds = ("handle_disconnected", "handle_failed", "handle_reconnected", "handle_closed")
-        ev = self.events.filter(F.col("kind").isin(*kinds) & F.col("topic").isNotNull())
-        start = F.when(F.col("kind") == "handle_disconnected", F.col("t")) \
-            .when(F.col("kind") == "handle_failed", F.coalesce("since", "t"))
-        is_end = F.col("kind").isin("handle_reconnected", "handle_closed")
-        after = Window.partitionBy("run_id", "client", "handle").orderBy("t", "seq") \
-            .rowsBetween(1, Window.unboundedFollowing)
-        iv = (ev.withColumns({"s": start, "e": F.min(F.when(is_end, F.col("t"))).over(after)})
-              .filter(F.col("s").isNotNull())
-              .select("run_id", "topic", "s",   # (greatest skips nulls: an open interval needs the when)
-                      F.when(F.col("e").isNull(), F.greatest(F.col("s"), self.meta("span")))
-                      .otherwise(F.greatest("s", "e")).alias("e")))
-        order = Window.partitionBy("run_id", "topic").orderBy("s", "e")
-        reach = F.max("e").over(order.rowsBetween(Window.unboundedPreceding, -1))
-        iv = iv.withColumn("new", F.when(reach.isNull() | (F.col("s") > reach), 1).otherwise(0))
-        iv = iv.withColumn("island", F.sum("new").over(order.rowsBetween(Window.unboundedPreceding, 0)))
-        islands = iv.groupBy("run_id", "topic", "island").agg(F.min("s").alias("s"), F.max("e").alias("e"))
-        W = float(self.o.window)
-        t0, last = self.meta("t0"), self.meta("n_windows") - 1
-        first_w = F.least(F.greatest(F.floor((F.col("s") - t0) / W).cast("int"), F.lit(0)), last)
-        last_w = F.least(F.greatest(F.floor((F.col("e") - t0) / W).cast("int"), F.lit(0)), last)
-        spread = islands.withColumn("window", F.explode(F.concat(F.array(F.lit(RUN_SCOPE)),
-                                                                 F.sequence(first_w, last_w))))
-        start, end = self.scope_bounds()
-        spread = spread.withColumns({"start": start, "end": end})
-        spread = spread.withColumn("seconds", F.greatest(
-            F.lit(0.0), F.least("e", "end") - F.greatest("s", "start")))
-        per_topic = spread.groupBy("run_id", "window", "topic").agg(
-            F.sum("seconds").alias("unavailable_seconds"))
-        return per_topic.filter(F.col("unavailable_seconds") > 0)
+        F = self.F
+        kinds = _in("handle_disconnected", "handle_failed", "handle_reconnected", "handle_closed")
+        ev = self.events.filter(F.expr(f"kind IN ({kinds}) AND topic IS NOT NULL"))
+        start = "CASE WHEN kind = 'handle_disconnected' THEN t WHEN kind = 'handle_failed' THEN coalesce(since, t) END"
+        after = "PARTITION BY run_id, client, handle ORDER BY t, seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING"
+        end = f"min(CASE WHEN kind IN ('handle_reconnected', 'handle_closed') THEN t END) OVER ({after})"
+        span = self.meta_sql("span")
+        iv = (ev.withColumns({"s": F.expr(start), "e": F.expr(end)}).filter("s IS NOT NULL")
+              .select("run_id", "topic", "s",   # (greatest skips nulls: an open interval needs the CASE)
+                      F.expr(f"CASE WHEN e IS NULL THEN greatest(s, {span}) ELSE greatest(s, e) END AS e")))
+        order = "PARTITION BY run_id, topic ORDER BY s, e"
+        reach = f"max(e) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        iv = iv.withColumn("new", F.expr(f"CASE WHEN {reach} IS NULL OR s > {reach} THEN 1 ELSE 0 END"))
+        iv = iv.withColumn("island", F.expr(
+            f"sum(`new`) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"))
+        islands = iv.groupBy("run_id", "topic", "island").agg(*self._sql(s="min(s)", e="max(e)"))
+        w, t0, last = sql_literal(float(self.o.window)), self.meta_sql("t0"), f"({self.meta_sql('n_windows')} - 1)"
+        first_w = f"least(greatest(CAST(floor((s - {t0}) / {w}) AS INT), 0), {last})"
+        last_w = f"least(greatest(CAST(floor((e - {t0}) / {w}) AS INT), 0), {last})"
+        spread = islands.withColumn("window", F.expr(
+            f"explode(concat(array({RUN_SCOPE}), sequence({first_w}, {last_w})))"))
+        start_c, end_c = self.scope_bounds()
+        spread = spread.withColumns({"start": start_c, "end": end_c})
+        spread = spread.withColumn("seconds", F.expr("greatest(0.0D, least(e, `end`) - greatest(s, start))"))
+        per_topic = spread.groupBy("run_id", "window", "topic").agg(*self._sql(unavailable_seconds="sum(seconds)"))
+        return per_topic.filter("unavailable_seconds > 0")
 
     def outage_kpis(self, topics: "DataFrame") -> "DataFrame":
-        F = self.F
-        x = F.col("unavailable_seconds")
-        return topics.groupBy("run_id", "window").agg(
-            F.count("topic").alias("unavailable_topics"), F.sum(x).alias("unavailable_topic_seconds"),
-            F.percentile(x, 0.5).alias("unavailable_topic_seconds_p50"),
-            F.percentile(x, 0.99).alias("unavailable_topic_seconds_p99"),
-            F.max(x).alias("unavailable_topic_seconds_max"))
+        return topics.groupBy("run_id", "window").agg(*self._sql(
+            unavailable_topics="count(topic)", unavailable_topic_seconds="sum(unavailable_seconds)",
+            unavailable_topic_seconds_p50="percentile(unavailable_seconds, 0.5D)",
+            unavailable_topic_seconds_p99="percentile(unavailable_seconds, 0.99D)",
+            unavailable_topic_seconds_max="max(unavailable_seconds)"))
 
     # -------------------------------------------------------------- time to balance
 
     def balance_events(self, ticks: "DataFrame") -> "DataFrame":
-        F, Window = self.F, self.Window
-        hold = 60.0 * float(self.o.balance_minutes)
-        bound = float(self.o.balance_bound)
-        after = Window.partitionBy("run_id").orderBy("t").rowsBetween(0, Window.unboundedFollowing)
-        q = ticks.select("run_id", "t", "usage_range") \
-            .withColumn("next_bad", F.min(F.when(F.col("usage_range") >= bound, F.col("t"))).over(after)) \
-            .withColumn("last_t", F.max("t").over(Window.partitionBy("run_id")))
-        q = q.filter((F.col("last_t") >= F.col("t") + hold)
-                     & (F.col("next_bad").isNull() | (F.col("next_bad") > F.col("t") + hold)))
-        q = q.select(F.col("run_id").alias("q_run"), F.col("t").alias("tick"))
-        ev = self.events.filter(F.col("kind") == "scenario_event").select(
-            "run_id", "t", "event", F.col("raw").alias("detail"))
-        ev = ev.withColumn("seq", F.row_number().over(Window.partitionBy("run_id").orderBy("t", "detail")))
-        j = ev.join(q, (F.col("run_id") == F.col("q_run")) & (F.col("tick") >= F.col("t")), "left")
-        out = j.groupBy("run_id", "seq", "t", "event", "detail").agg(F.min("tick").alias("balanced_at"))
-        return out.withColumn("time_to_balance", F.col("balanced_at") - F.col("t"))
+        F = self.F
+        hold = sql_literal(60.0 * float(self.o.balance_minutes))
+        bound = sql_literal(float(self.o.balance_bound))
+        after = "PARTITION BY run_id ORDER BY t ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING"
+        q = ticks.select("run_id", "t", "usage_range").withColumns({
+            "next_bad": F.expr(f"min(CASE WHEN usage_range >= {bound} THEN t END) OVER ({after})"),
+            "last_t": F.expr("max(t) OVER (PARTITION BY run_id)")})
+        q = q.filter(F.expr(f"last_t >= t + {hold} AND (next_bad IS NULL OR next_bad > t + {hold})"))
+        q = q.select(F.expr("run_id AS q_run"), F.expr("t AS tick"))
+        ev = self.events.filter("kind = 'scenario_event'").select("run_id", "t", "event", F.expr("raw AS detail"))
+        ev = ev.withColumn("seq", F.expr("row_number() OVER (PARTITION BY run_id ORDER BY t, detail)"))
+        j = ev.join(q, F.expr("run_id = q_run AND tick >= t"), "left")
+        out = j.groupBy("run_id", "seq", "t", "event", "detail").agg(*self._sql(balanced_at="min(tick)"))
+        return out.withColumn("time_to_balance", F.expr("balanced_at - t"))
 
     def balance_event_kpis(self, be: "DataFrame") -> "DataFrame":
-        F = self.F
-        return self._scoped(be).groupBy("run_id", "window").agg(
-            F.count("t").alias("scenario_events"),
-            F.avg("time_to_balance").alias("time_to_balance_mean"),
-            F.max("time_to_balance").alias("time_to_balance_max"),
-            F.sum(F.when(F.col("balanced_at").isNull(), 1).otherwise(0)).alias("events_never_balanced"))
+        return self._scoped(be).groupBy("run_id", "window").agg(*self._sql(
+            scenario_events="count(t)", time_to_balance_mean="avg(time_to_balance)",
+            time_to_balance_max="max(time_to_balance)",
+            events_never_balanced="sum(CASE WHEN balanced_at IS NULL THEN 1 ELSE 0 END)"))
 
     # -------------------------------------------------------------- assembly
 
@@ -820,9 +800,8 @@ class _Job:
     def _spark_tables(self, bu: "DataFrame", ticks: "DataFrame", per: "DataFrame", topics: "DataFrame",
                       be: "DataFrame") -> dict[str, "DataFrame"]:
         """The tables Spark writes from its own frames, in their columns and order."""
-        F = self.F
         cfg = self.with_config
-        brokers = cfg(per.filter(F.col("window") == RUN_SCOPE).drop("window")).select(
+        brokers = cfg(per.filter(f"`window` = {RUN_SCOPE}").drop("window")).select(
             "run_id", "config", "seed", "broker", "usage_mean", "usage_max", "overloaded_seconds",
             "uptv", "dntv", "runs", "tdtv", "tdtv_pct").orderBy("run_id", "broker")
         return {
@@ -837,7 +816,7 @@ class _Job:
             "broker_usage": cfg(bu).select(
                 "run_id", "config", "seed", "t", "broker", "usage", "msg_rate", "throughput")
             .orderBy("run_id", "t", "broker"),
-            "topics": cfg(topics.filter(F.col("window") == RUN_SCOPE)).select(
+            "topics": cfg(topics.filter(f"`window` = {RUN_SCOPE}")).select(
                 "run_id", "config", "seed", "topic", "unavailable_seconds").orderBy("run_id", "topic"),
             "publish": self.publish_latency(),
         }
@@ -881,13 +860,11 @@ class _Job:
         topic (scope "topic"); `failed` = the three failure counts summed."""
         F = self.F
         p = self.publish
-        cluster = F.col("topic") == ""
         return (self.with_config(p)
-                .withColumns({"scope": F.when(cluster, "cluster").otherwise("topic"),
-                              "topic": F.when(cluster, F.lit(None)).otherwise(F.col("topic")),
-                              "failed": F.col("failed_timeout") + F.col("failed_queue_full")
-                              + F.col("failed_closed")})
-                .select(*PUBLISH_COLUMNS).orderBy("run_id", F.col("scope").asc(), "topic"))
+                .withColumns({"scope": F.expr("CASE WHEN topic = '' THEN 'cluster' ELSE 'topic' END"),
+                              "topic": F.expr("CASE WHEN topic = '' THEN NULL ELSE topic END"),
+                              "failed": F.expr("failed_timeout + failed_queue_full + failed_closed")})
+                .select(*PUBLISH_COLUMNS).orderBy("run_id", "scope", "topic"))
 
 
 def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None,
