@@ -1,0 +1,23 @@
+"""The JVM a small roll-up is launched with (no Spark started here)."""
+
+from __future__ import annotations
+
+import re
+
+from emulator.pipeline.session import SMALL_INPUT_BYTES, launch_conf
+
+
+def test_a_small_local_input_gets_c1_only_with_a_code_cache_that_does_not_fill():
+    """C1's default code cache (48 MiB) filled after two recorded hours in one session and the JVM
+    then switched its compiler off: the small-input launch sizes it."""
+    options = launch_conf("local[2]", 26 << 20)["spark.driver.extraJavaOptions"]
+    assert "-XX:TieredStopAtLevel=1" in options
+    size = re.search(r"-XX:ReservedCodeCacheSize=(\d+)m", options)
+    assert size is not None and int(size.group(1)) >= 240
+
+
+def test_large_inputs_and_clusters_keep_the_jvm_defaults():
+    assert launch_conf("local[2]", SMALL_INPUT_BYTES + 1) == {}
+    assert launch_conf("spark://host:7077", 1 << 20) == {}
+    assert launch_conf(None, 1 << 20) == {}
+    assert launch_conf("local[*]", None) == {}
