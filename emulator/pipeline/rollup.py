@@ -454,6 +454,16 @@ def _in(*values: Any) -> str:
     return ", ".join(sql_literal(v) for v in values)
 
 
+def _fill(df: "DataFrame", after: Sequence["Future[Any]"]) -> None:
+    """Compute cached `df` once the frames it reads are (`after`). In dependency order: two jobs that
+    read a cached frame not yet filled both compute it (Spark's block manager keeps the first and
+    drops the other, "Block rdd_N already exists"), which on two cores doubled the shared frames' work;
+    started as soon as their inputs are there, the fills run while the driver plans the rest."""
+    for f in after:
+        f.result()
+    df.count()
+
+
 def sql_literal(value: Any) -> str:
     """`value` as a Spark SQL literal of the type `F.lit(value)` gives it: a string (quoted, with
     backslash escapes), a boolean, an int (INT when it fits 32 bits, else BIGINT), a double (also
@@ -483,31 +493,37 @@ class _Job:
 
     def __init__(self, spark: "SparkSession", runs: Sequence[Run], options: RollupOptions,
                  frames: "Frames | None" = None, extra_counters: Mapping[str, str] | None = None) -> None:
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        self.F, self.Window, self.spark, self.o = F, Window, spark, options
+        self.F, self.spark, self.o, self.runs = F, spark, options, runs
         self.counters = counter_kpis_of(extra_counters)
         self._cached: list["DataFrame"] = []
         self._exprs: dict[Any, Any] = {}
+        # cached frames are filled by jobs started as soon as what they read is planned (`fill`)
+        self._fills = ThreadPoolExecutor(8, thread_name_prefix="rollup-fill")
         if frames is None:
             names = (*SAMPLE_NAMES, *(n for n in self.counters.values() if n not in SAMPLE_NAMES))
             raw = self._keep(read_samples(spark, runs, names))
-            frames = Frames(samples=valid_samples(raw, names),
+            self.samples = self._keep(valid_samples(raw, names))
+            self.samples_filled = self.fill(self.samples)   # the largest job: started before the rest is planned
+            frames = Frames(samples=self.samples,
                             decisions=read_decisions(spark, runs), events=read_events(spark, runs),
                             publish=read_publish(spark, runs))
-            lines = None if any(r.info.emulated_end is None for r in runs) else scanned_lines(raw)
-            stats = sample_stats(spark, runs) if lines is None else {"": (lines, None)}
+            # every run finished: the lines are counted by the scan that fills `raw` (`sample_count`)
+            stats = sample_stats(spark, runs) if any(r.info.emulated_end is None for r in runs) else None
+            self._raw = raw
         else:
             stats = {r["run_id"]: (r["n"], r["t_max"]) for r in frames.samples.groupBy("run_id").agg(
                 F.count("t").alias("n"), F.max("t").alias("t_max")).collect()}
-        self.samples = self._keep(frames.samples)
+            self.samples = self._keep(frames.samples)
+            self.samples_filled = self.fill(self.samples)
         self.decisions = self._keep(frames.decisions)
         self.events = self._keep(frames.events)
+        self.events_filled, self.decisions_filled = self.fill(self.events), self.fill(self.decisions)
         self.publish = frames.publish
-        self.sample_count = sum(n for n, _ in stats.values())
+        self._sample_count = None if stats is None else sum(n for n, _ in stats.values())
         open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
-        t_max = {rid: t for rid, (_, t) in stats.items()}
+        t_max = {rid: t for rid, (_, t) in (stats or {}).items()}
         if open_ended:   # a run that did not finish ends at the last time in any of its files
             for df in (self.decisions, self.events):
                 for row in df.filter(F.col("run_id").isin(*open_ended)).groupBy("run_id") \
@@ -515,6 +531,17 @@ class _Job:
                     t_max[row["run_id"]] = max(t_max.get(row["run_id"]) or row["t"], row["t"])
         self.meta_rows = meta_rows(runs, t_max, float(options.window))
         self.scope_rows = scope_rows(self.meta_rows, float(options.window))
+
+    @property
+    def sample_count(self) -> int:
+        """Lines in the runs' samples.jsonl (read from the scan that filled the samples when every run
+        finished; counted by a scan of its own otherwise, or when Spark's plan does not tell)."""
+        if self._sample_count is None:
+            lines = scanned_lines(self._raw)
+            if lines is None:
+                lines = sum(n for n, _ in sample_stats(self.spark, self.runs).values())
+            self._sample_count = lines
+        return self._sample_count
 
     def meta_sql(self, name: str) -> str:
         """The run's `name` (meta_rows) for each row's run_id, as SQL: a literal map, so no join and no
@@ -560,19 +587,12 @@ class _Job:
         self._cached.append(df.cache())
         return df
 
-    @staticmethod
-    def _filled(pool: Executor | None) -> Callable[..., Any]:
-        """`fill(df, ...)`: compute cached frames now, side by side on `pool`, and return the first.
-
-        The frames are filled in the order their readers need them: two jobs that read a cached frame
-        not yet filled both compute it (Spark's block manager keeps the first and drops the other:
-        "Block rdd_N already exists"), which on two cores doubled the work of the shared frames."""
-        def fill(*frames: "DataFrame") -> "DataFrame":
-            list((pool.map if pool is not None else map)(lambda df: df.count(), frames))
-            return frames[0]
-        return fill
+    def fill(self, df: "DataFrame", *after: "Future[Any]") -> "Future[None]":
+        """Start computing cached `df` once the frames it reads are (`after`); see `_fill`."""
+        return self._fills.submit(_fill, df, after)
 
     def release(self) -> None:
+        self._fills.shutdown(wait=True)
         for df in self._cached:
             df.unpersist()
         self._cached.clear()
@@ -778,16 +798,19 @@ class _Job:
         seven aggregates cost seconds of planning and a broadcast job per join. `ready(tables)` is
         called as soon as the tables' inputs are cached, before the collects: their writes can run
         beside the KPIs (on two cores a third of the roll-up's time, measured, was one core idle)."""
-        fill = self._filled(pool)
-        fill(self.samples, self.decisions, self.events)
+        fill, samples, events = self.fill, self.samples_filled, self.events_filled
         bu = self._keep(self.broker_usage())
         topics = self._keep(self.topic_outages())
-        fill(bu, topics)
-        ticks = fill(self._keep(self.ticks(bu)))
+        bu_f, topics_f = fill(bu, samples), fill(topics, events)
+        ticks = self._keep(self.ticks(bu))
+        ticks_f = fill(ticks, bu_f)
         per = self._keep(self.per_broker(bu, ticks))
         be = self._keep(self.balance_events(ticks))
-        fill(per, be)
+        filled = [samples, events, self.decisions_filled, bu_f, topics_f, ticks_f, fill(per, ticks_f),
+                  fill(be, ticks_f, events)]
         tables = self._spark_tables(bu, ticks, per, topics, be)
+        for f in filled:
+            f.result()
         if ready is not None:
             ready(tables)
         parts = (self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
