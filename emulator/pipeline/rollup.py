@@ -457,8 +457,8 @@ def _in(*values: Any) -> str:
 def _fill(df: "DataFrame", after: Sequence["Future[Any]"]) -> None:
     """Compute cached `df` once the frames it reads are (`after`). In dependency order: two jobs that
     read a cached frame not yet filled both compute it (Spark's block manager keeps the first and
-    drops the other, "Block rdd_N already exists"), which on two cores doubled the shared frames' work;
-    started as soon as their inputs are there, the fills run while the driver plans the rest."""
+    drops the other, "Block rdd_N already exists", seen in a recorded hour's roll-up); started as soon
+    as their inputs are there, the fills run while the driver plans the rest."""
     for f in after:
         f.result()
     df.count()
@@ -797,7 +797,7 @@ class _Job:
         on `pool`) and joined in the driver: a runs-by-windows table is small, and one plan joining
         seven aggregates cost seconds of planning and a broadcast job per join. `ready(tables)` is
         called as soon as the tables' inputs are cached, before the collects: their writes can run
-        beside the KPIs (on two cores a third of the roll-up's time, measured, was one core idle)."""
+        beside the KPIs (the driver JVM used 20 CPU-s in 15 s of wall on two cores: a core often idle)."""
         fill, samples, events = self.fill, self.samples_filled, self.events_filled
         bu = self._keep(self.broker_usage())
         topics = self._keep(self.topic_outages())
@@ -908,17 +908,11 @@ def driver_tables(spark: "SparkSession", run_rows: Sequence[Mapping[str, Any]],
             "comparison": rows_frame(spark, comparison_fields(KPI_COLUMNS), cmp_rows, staging)}
 
 
-def write_tables(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: Executor | None = None) -> None:
-    """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting); the tables
-    side by side on `pool` (Spark runs jobs of several threads at once: the cores stay busy while the
-    driver plans the next table)."""
-    for f in submit_writes(tables, out_dir, pool):
-        f.result()
-
-
 def submit_writes(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: Executor | None = None
                   ) -> list["Future[None]"]:
-    """`write_tables` started on `pool` (or done now, without one): the futures of its writes."""
+    """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting), the tables
+    side by side on `pool` (Spark runs jobs of several threads at once: the cores stay busy while the
+    driver plans the next table): the futures of the writes; without a pool, written now."""
     out = Path(out_dir)
 
     def write(name: str, df: "DataFrame") -> None:
