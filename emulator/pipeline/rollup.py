@@ -116,6 +116,7 @@ if TYPE_CHECKING:
 # the series the KPIs read, named once (the expectations' timeline reads the same ones)
 COUNTERS: Mapping[str, str] = {k: v for k, v in _TIMELINE_COUNTERS.items() if not k.startswith("publish_")}
 RUN_SCOPE = -1  # the `window` value of the whole-run scope
+_FAMILY = "_kpi_family"  # in `_Job._families`: which family a row comes from
 SAMPLE_NAMES: tuple[str, ...] = (USAGE, *RATE, *THROUGHPUT, *COUNTERS.values())
 """The series the KPIs read; the roll-up parses no other sample line."""
 
@@ -464,6 +465,13 @@ def _fill(df: "DataFrame", after: Sequence["Future[Any]"]) -> None:
     df.count()
 
 
+def _ordered(df: "DataFrame", *columns: str) -> "DataFrame":
+    """`df` sorted by `columns` in one partition: what a table's CSV is written from anyway (one part),
+    and its Parquet then too. `orderBy` would range-partition it, which costs a sampling job of its
+    own per table before the write (six cold jobs of a recorded hour's roll-up, measured)."""
+    return df.repartition(1).sortWithinPartitions(*columns)
+
+
 def sql_literal(value: Any) -> str:
     """`value` as a Spark SQL literal of the type `F.lit(value)` gives it: a string (quoted, with
     backslash escapes), a boolean, an int (INT when it fits 32 bits, else BIGINT), a double (also
@@ -504,8 +512,10 @@ class _Job:
         if frames is None:
             names = (*SAMPLE_NAMES, *(n for n in self.counters.values() if n not in SAMPLE_NAMES))
             raw = self._keep(read_samples(spark, runs, names))
-            self.samples = self._keep(valid_samples(raw, names))
-            self.samples_filled = self.fill(self.samples)   # the largest job: started before the rest is planned
+            # filtered over the cache, not cached again: a second cache of the same rows cost its own
+            # build on the critical path (about 1 s of a recorded hour's roll-up, measured)
+            self.samples = valid_samples(raw, names)
+            self.samples_filled = self.fill(raw)   # the largest job: started before the rest is planned
             frames = Frames(samples=self.samples,
                             decisions=read_decisions(spark, runs), events=read_events(spark, runs),
                             publish=read_publish(spark, runs))
@@ -787,14 +797,13 @@ class _Job:
 
     # -------------------------------------------------------------- assembly
 
-    def tables(self, pool: Executor | None = None,
-               ready: Callable[[dict[str, "DataFrame"]], None] | None = None
+    def tables(self, ready: Callable[[dict[str, "DataFrame"]], None] | None = None
                ) -> tuple[list[dict[str, Any]], dict[str, "DataFrame"]]:
         """The run rows (collected; the window rows are left in `window_rows`) and the tables Spark
         writes from its own frames (all but runs, windows and comparison).
 
-        The KPI families are aggregated by Spark to one row per (run, scope), collected (side by side
-        on `pool`) and joined in the driver: a runs-by-windows table is small, and one plan joining
+        The KPI families are aggregated by Spark to one row per (run, scope), collected in one job
+        (`_collect_families`) and joined in the driver: a runs-by-windows table is small, and one plan joining
         seven aggregates cost seconds of planning and a broadcast job per join. `ready(tables)` is
         called as soon as the tables' inputs are cached, before the collects: their writes can run
         beside the KPIs (the driver JVM used 20 CPU-s in 15 s of wall on two cores: a core often idle)."""
@@ -809,14 +818,17 @@ class _Job:
         filled = [samples, events, self.decisions_filled, bu_f, topics_f, ticks_f, fill(per, ticks_f),
                   fill(be, ticks_f, events)]
         tables = self._spark_tables(bu, ticks, per, topics, be)
+        union, columns = self._families(
+            self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
+            self.reconnect_kpis(), self.outage_kpis(topics), self.balance_event_kpis(be))  # planned during the fills
         for f in filled:
             f.result()
+        # the KPIs first: the run rows and the driver's tables wait on them, the Spark tables' writes do not
+        collected = self._fills.submit(union.collect)
         if ready is not None:
             ready(tables)
-        parts = (self.balance(ticks), self.broker_kpis(per), self.decision_kpis(), self.counter_kpis(),
-                 self.reconnect_kpis(), self.outage_kpis(topics), self.balance_event_kpis(be))
-        collected = list((pool.map if pool is not None else map)(lambda df: df.collect(), parts))
-        run_rows, window_rows = self._assemble(collected)
+        run_rows, window_rows = self._assemble(
+            [{c: row[c] for c in columns[row[_FAMILY]]} for row in collected.result()])
         self.window_rows = window_rows
         return run_rows, tables
 
@@ -826,34 +838,44 @@ class _Job:
         cfg = self.with_config
         brokers = cfg(per.filter(f"`window` = {RUN_SCOPE}").drop("window")).select(
             "run_id", "config", "seed", "broker", "usage_mean", "usage_max", "overloaded_seconds",
-            "uptv", "dntv", "runs", "tdtv", "tdtv_pct").orderBy("run_id", "broker")
+            "uptv", "dntv", "runs", "tdtv", "tdtv_pct").transform(_ordered, "run_id", "broker")
         return {
             "brokers": brokers,
             "balance_events": cfg(be).select(
                 "run_id", "config", "seed", "seq", "t", "event", "detail", "balanced_at",
-                "time_to_balance").orderBy("run_id", "seq"),
+                "time_to_balance").transform(_ordered, "run_id", "seq"),
             "ticks": cfg(ticks).select(
                 "run_id", "config", "seed", "t", "brokers", "usage_max", "usage_min", "usage_mean",
                 "usage_std", "usage_range", "usage_max_over_mean", "usage_cv", "msg_rate_ratio",
-                "throughput_ratio").orderBy("run_id", "t"),
+                "throughput_ratio").transform(_ordered, "run_id", "t"),
             "broker_usage": cfg(bu).select(
                 "run_id", "config", "seed", "t", "broker", "usage", "msg_rate", "throughput")
-            .orderBy("run_id", "t", "broker"),
+            .transform(_ordered, "run_id", "t", "broker"),
             "topics": cfg(topics.filter(f"`window` = {RUN_SCOPE}")).select(
-                "run_id", "config", "seed", "topic", "unavailable_seconds").orderBy("run_id", "topic"),
+                "run_id", "config", "seed", "topic", "unavailable_seconds").transform(_ordered, "run_id", "topic"),
             "publish": self.publish_latency(),
         }
 
-    def _assemble(self, parts: Sequence[Sequence[Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _families(self, *parts: "DataFrame") -> tuple["DataFrame", list[list[str]]]:
+        """The KPI families side by side as one frame, to collect in one job (seven collects cost seven
+        cold jobs, about 1 s more of a recorded hour's roll-up, measured): a union where each row is
+        tagged with its family's index (`_FAMILY`) and the columns its family lacks are null; and each
+        family's columns, to take a row's own."""
+        tagged = [df.withColumn(_FAMILY, self.F.lit(i)) for i, df in enumerate(parts)]
+        union = tagged[0]
+        for df in tagged[1:]:
+            union = union.unionByName(df, allowMissingColumns=True)
+        return union, [df.columns for df in parts]
+
+    def _assemble(self, rows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Scope rows + every family's columns; counts absent from a scope are 0; per-hour rates."""
         by_scope: dict[tuple[str, int], dict[str, Any]] = {
             (r["run_id"], r["window"]): dict(r) for r in self.scope_rows}
-        for part in parts:
-            for row in part:
-                d = row.asDict()
-                target = by_scope.get((d.pop("run_id"), d.pop("window")))
-                if target is not None:
-                    target.update(d)
+        for row in rows:
+            d = dict(row)
+            target = by_scope.get((d.pop("run_id"), d.pop("window")))
+            if target is not None:
+                target.update(d)
         meta = {m["run_id"]: m for m in self.meta_rows}
         runs: list[dict[str, Any]] = []
         windows: list[dict[str, Any]] = []
@@ -887,13 +909,13 @@ class _Job:
                 .withColumns({"scope": F.expr("CASE WHEN topic = '' THEN 'cluster' ELSE 'topic' END"),
                               "topic": F.expr("CASE WHEN topic = '' THEN NULL ELSE topic END"),
                               "failed": F.expr("failed_timeout + failed_queue_full + failed_closed")})
-                .select(*PUBLISH_COLUMNS).orderBy("run_id", "scope", "topic"))
+                .select(*PUBLISH_COLUMNS).transform(_ordered, "run_id", "scope", "topic"))
 
 
 def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None,
             frames: Frames | None = None) -> tuple[list[dict[str, Any]], dict[str, "DataFrame"], "_Job"]:
     """The run rows and the roll-up's tables (the comparison is built from the run rows, see
-    `rollup()`), and the job: `job.samples` (cached) and `job.release()` to free its cache."""
+    `rollup()`), and the job: `job.samples` (over a cache) and `job.release()` to free its cache."""
     job = _Job(spark, runs, options or RollupOptions(), frames)
     run_rows, tables = job.tables()
     return run_rows, tables, job
@@ -944,7 +966,7 @@ def input_bytes(runs: Sequence[Run]) -> int:
 # ====================================================================== entry points
 
 THREADS = 4
-"""Spark jobs the driver keeps in flight at once (collects, table writes)."""
+"""Table writes the driver keeps in flight at once."""
 
 
 def rollup(run_dirs: Sequence[str | Path], out_dir: str | Path, *, master: str | None = DEFAULT_MASTER,
@@ -987,13 +1009,12 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
             lap("session")
             started = time.perf_counter()  # the figure is "after session start"
         stack.enter_context(sized_to(spark, size))
-        pool = stack.enter_context(ThreadPoolExecutor(THREADS, thread_name_prefix="rollup"))
         writers = stack.enter_context(ThreadPoolExecutor(THREADS, thread_name_prefix="rollup-write"))
         job = _Job(spark, runs, options, frames(spark) if frames is not None else None, extra_counters)
         stack.callback(job.release)
         lap("read")
         writes: list[Future[None]] = []
-        run_rows, _ = job.tables(pool, ready=lambda t: writes.extend(submit_writes(t, out_dir, writers)))
+        run_rows, _ = job.tables(ready=lambda t: writes.extend(submit_writes(t, out_dir, writers)))
         lap("kpis")
         null_kpis([*run_rows, *job.window_rows], unavailable or {})
         cmp_rows = comparison_rows(run_rows, KPI_COLUMNS)
