@@ -1,4 +1,4 @@
-"""The JVM a small roll-up is launched with (no Spark started here)."""
+"""The JVM a small roll-up is launched with, and the settings every session starts with."""
 
 from __future__ import annotations
 
@@ -21,3 +21,9 @@ def test_large_inputs_and_clusters_keep_the_jvm_defaults():
     assert launch_conf("spark://host:7077", 1 << 20) == {}
     assert launch_conf(None, 1 << 20) == {}
     assert launch_conf("local[*]", None) == {}
+
+
+def test_functions_calls_do_not_capture_their_python_call_site(spark):
+    """PySpark 4 records each `functions` call's Python call site for its error messages: a stack walk
+    and four py4j round trips per call. Every session starts with it off (a user's --conf still wins)."""
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
