@@ -272,11 +272,11 @@ def valid_samples(samples: "DataFrame", names: Sequence[str]) -> "DataFrame":
 
 
 def scanned_lines(df: "DataFrame") -> int | None:
-    """Fill cached `df` (one job) and return the lines its file scans read: Spark's own count
-    (`numOutputRows` of each FileSourceScanExec), so the samples are counted in the pass that parses
-    them, not in a second scan (`sample_stats`: a second cold job, 2-4 s of a recorded hour's
-    roll-up, measured). None when the plan has no such scan to read (then `sample_stats` counts)."""
-    df.count()
+    """The lines the file scans of cached `df` read when it was filled (filled first: no job here):
+    Spark's own count (`numOutputRows` of each FileSourceScanExec), so the samples are counted in the
+    pass that parses them, not in a second scan (`sample_stats`: a second cold job, 2-4 s of a
+    recorded hour's roll-up, measured). None when the plan has no such scan to read (then
+    `sample_stats` counts)."""
     try:
         plan = df._jdf.queryExecution().executedPlan()
         plan = plan.relation().cachedPlan() if plan.nodeName() == "InMemoryTableScan" else plan
@@ -547,6 +547,7 @@ class _Job:
         """Lines in the runs' samples.jsonl (read from the scan that filled the samples when every run
         finished; counted by a scan of its own otherwise, or when Spark's plan does not tell)."""
         if self._sample_count is None:
+            self.samples_filled.result()
             lines = scanned_lines(self._raw)
             if lines is None:
                 lines = sum(n for n, _ in sample_stats(self.spark, self.runs).values())
