@@ -18,8 +18,9 @@ path, built once per session into a temporary folder that `stop_session` removes
 
 Sizing (`sized_to` and `launch_conf`): a roll-up knows its input before Spark starts, so small inputs
 get a JVM that compiles less (C1 only) and plans without whole-stage code generation, and the shuffle
-partitions follow the data: one per core in local mode, one per 128 MiB of input (at least
-one, at most the default parallelism) on a cluster. A key the user set (`--conf`) always wins.
+partitions follow the data: one per 128 MiB of input (Spark's own `spark.sql.files.maxPartitionBytes`),
+at least one, at most the default parallelism (the cores in local mode). A key the user set (`--conf`)
+always wins.
 """
 
 from __future__ import annotations
@@ -198,9 +199,11 @@ def sized_to(session: "SparkSession", input_bytes: int | None) -> Iterator[None]
     if input_bytes is not None:
         if input_bytes <= SMALL_INPUT_BYTES:
             wanted["spark.sql.codegen.wholeStage"] = "false"
-        if not _is_local(sc.master):
-            parts = min(max(1, math.ceil(input_bytes / BYTES_PER_PARTITION)), max(1, sc.defaultParallelism))
-            wanted["spark.sql.shuffle.partitions"] = str(parts)
+        # in local mode too: one partition per core split a recorded hour's few MB of aggregates into
+        # twice the tasks, each a cold task's overhead (21.1 s against 18.9 s for the roll-up, median
+        # of five alternating pairs, measured)
+        parts = min(max(1, math.ceil(input_bytes / BYTES_PER_PARTITION)), max(1, sc.defaultParallelism))
+        wanted["spark.sql.shuffle.partitions"] = str(parts)
     conf = sc.getConf()
     wanted = {k: v for k, v in wanted.items() if not conf.contains(k)}
     before = {k: session.conf.get(k, None) for k in wanted}
