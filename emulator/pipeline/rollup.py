@@ -804,10 +804,10 @@ class _Job:
         writes from its own frames (all but runs, windows and comparison).
 
         The KPI families are aggregated by Spark to one row per (run, scope), collected in one job
-        (`_collect_families`) and joined in the driver: a runs-by-windows table is small, and one plan joining
+        (`_families`) and joined in the driver: a runs-by-windows table is small, and one plan joining
         seven aggregates cost seconds of planning and a broadcast job per join. `ready(tables)` is
-        called as soon as the tables' inputs are cached, before the collects: their writes can run
-        beside the KPIs (the driver JVM used 20 CPU-s in 15 s of wall on two cores: a core often idle)."""
+        called once the tables' inputs are cached, right after the KPIs' collect has started: their
+        writes run beside it."""
         fill, samples, events = self.fill, self.samples_filled, self.events_filled
         bu = self._keep(self.broker_usage())
         topics = self._keep(self.topic_outages())
