@@ -22,6 +22,7 @@ for by name (`--only rollup`).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -102,7 +103,7 @@ def recorded_hour(opts: Options, work: Path) -> Row:
     size = sum(f.stat().st_size for f in Path(run).iterdir() if f.is_file())
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    counter = iter(range(1000))
+    counter = itertools.count()
     phases: list[dict[str, float]] = []
     lines: list[int] = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from emulator.pipeline.session import SMALL_INPUT_BYTES, launch_conf
+from emulator.pipeline.session import BYTES_PER_PARTITION, SMALL_INPUT_BYTES, launch_conf, sized_to
 
 
 def test_a_small_local_input_gets_c1_only_with_a_code_cache_that_does_not_fill():
@@ -27,3 +27,15 @@ def test_functions_calls_do_not_capture_their_python_call_site(spark):
     """PySpark 4 records each `functions` call's Python call site for its error messages: a stack walk
     and four py4j round trips per call. Every session starts with it off (a user's --conf still wins)."""
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+
+
+def test_shuffle_partitions_follow_the_input_in_local_mode_and_are_restored(spark):
+    """One partition per 128 MiB of input, at most the cores (local[2] here): a recorded hour gets one,
+    not one per core (twice the cold tasks); the session's own setting is back afterwards."""
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    with sized_to(spark, 26 << 20):
+        assert spark.conf.get(key) == "1"
+    with sized_to(spark, 3 * BYTES_PER_PARTITION):
+        assert spark.conf.get(key) == "2"
+    assert spark.conf.get(key) == before
