@@ -5,6 +5,7 @@
 
 Input: recording folders (`recording.py`). Output under `--out`: each table as Parquet
 (`parquet/<table>/`) and CSV with a header (`csv/<table>/part-*.csv`, one part), and a console table.
+In local mode the driver writes the small tables itself, the same files (`table_files.py`).
 
 Tables
 ------
@@ -109,6 +110,8 @@ from emulator.pipeline.options import RollupOptions, add_rollup_options, conf_fr
 from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
                                          cut_files, load_runs, spark_schemas, warn_cut)
 from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, launch_conf, sized_to, spark_session
+from emulator.pipeline.table_files import (DRIVER_ROWS, Field, driver_writes, small_enough, spark_fields,
+                                           write_table)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -922,23 +925,39 @@ def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions |
     return run_rows, tables, job
 
 
+_Rows = Sequence[Mapping[str, Any]]
+
+
+def driver_rows(run_rows: _Rows, window_rows: _Rows, cmp_rows: _Rows) -> dict[str, tuple[Sequence[Field], _Rows]]:
+    """The runs, windows and comparison tables the driver made: their columns and rows."""
+    return {"runs": (_column_kinds(RUN_COLUMNS), run_rows),
+            "windows": (_column_kinds(WINDOW_COLUMNS), window_rows),
+            "comparison": (comparison_fields(KPI_COLUMNS), cmp_rows)}
+
+
 def driver_tables(spark: "SparkSession", run_rows: Sequence[Mapping[str, Any]],
                   window_rows: Sequence[Mapping[str, Any]], cmp_rows: Sequence[Mapping[str, Any]],
                   staging: Path) -> dict[str, "DataFrame"]:
-    """The runs, windows and comparison tables from the driver's rows."""
-    return {"runs": rows_frame(spark, _column_kinds(RUN_COLUMNS), run_rows, staging),
-            "windows": rows_frame(spark, _column_kinds(WINDOW_COLUMNS), window_rows, staging),
-            "comparison": rows_frame(spark, comparison_fields(KPI_COLUMNS), cmp_rows, staging)}
+    """The runs, windows and comparison tables from the driver's rows, as Spark frames."""
+    return {name: rows_frame(spark, fields, rows, staging)
+            for name, (fields, rows) in driver_rows(run_rows, window_rows, cmp_rows).items()}
 
 
-def submit_writes(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: Executor | None = None
-                  ) -> list["Future[None]"]:
+def submit_writes(tables: Mapping[str, "DataFrame"], out_dir: str | Path, pool: Executor | None = None,
+                  by_driver: bool = False) -> list["Future[None]"]:
     """Each table to parquet/<name>/ and csv/<name>/ (one part, header, RFC 4180 quoting), the tables
     side by side on `pool` (Spark runs jobs of several threads at once: the cores stay busy while the
-    driver plans the next table): the futures of the writes; without a pool, written now."""
+    driver plans the next table): the futures of the writes; without a pool, written now.
+    `by_driver`: a small table (`small_enough`, at most DRIVER_ROWS rows) is collected and written by the
+    driver (`table_files.py`, the same files), not by Spark's writers."""
     out = Path(out_dir)
 
     def write(name: str, df: "DataFrame") -> None:
+        if by_driver and small_enough(df):
+            rows = df.limit(DRIVER_ROWS + 1).collect()   # a larger table costs this job again below
+            if len(rows) <= DRIVER_ROWS:
+                write_table(out_dir, name, spark_fields(df.schema), rows)
+                return
         df = df.cache()  # computed once for both formats
         df.write.mode("overwrite").parquet(str(out / "parquet" / name))
         (df.coalesce(1).write.mode("overwrite").option("header", True).option("escape", '"')
@@ -1015,13 +1034,19 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
         stack.callback(job.release)
         lap("read")
         writes: list[Future[None]] = []
-        run_rows, _ = job.tables(ready=lambda t: writes.extend(submit_writes(t, out_dir, writers)))
+        by_driver = driver_writes(spark, out_dir)
+        run_rows, _ = job.tables(ready=lambda t: writes.extend(submit_writes(t, out_dir, writers, by_driver)))
         lap("kpis")
         null_kpis([*run_rows, *job.window_rows], unavailable or {})
         cmp_rows = comparison_rows(run_rows, KPI_COLUMNS)
-        staging = Path(out_dir) / "_staging"
-        stack.callback(shutil.rmtree, staging, True)
-        writes += submit_writes(driver_tables(spark, run_rows, job.window_rows, cmp_rows, staging), out_dir, writers)
+        if by_driver:
+            writes += [writers.submit(write_table, out_dir, name, fields, rows)
+                       for name, (fields, rows) in driver_rows(run_rows, job.window_rows, cmp_rows).items()]
+        else:
+            staging = Path(out_dir) / "_staging"
+            stack.callback(shutil.rmtree, staging, True)
+            writes += submit_writes(driver_tables(spark, run_rows, job.window_rows, cmp_rows, staging), out_dir,
+                                    writers)
         for f in writes:
             f.result()
         write_unavailable(out_dir, unavailable)

@@ -25,33 +25,6 @@ def close(a, b) -> bool:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    """A finished run, and one still running (no emulated_end) in a folder whose name needs escaping."""
-    root = tmp_path_factory.mktemp("runs")
-    done = write_synthetic_run(root / "done", seed=5, duration=3600.0, overrides={"placement": "AvgShedder"})
-    with open(Path(done, "decisions.jsonl"), "a") as f:   # the Extensible load manager's, some counted
-        for t, decision, label, reason in ((130.0, "extensible_unload", "Success", "Overloaded"),
-                                           (140.0, "extensible_unload", "Skip", "HitCount"),
-                                           (700.0, "extensible_unload", "Success", "Underloaded"),
-                                           (900.0, "extensible_unload", "Success", "Admin"),
-                                           (1300.0, "extensible_split", "Success", "Topics"),
-                                           (1400.0, "extensible_split", "Skip", "Balanced"),
-                                           (1500.0, "extensible_split", "Success", "Admin")):
-            f.write(json.dumps({"kind": "decision" if decision == "extensible_unload" else decision, "t": t,
-                                "label": label, "reason": reason, "bundle": "public/default/0x00000000_0x10000000",
-                                "broker": "broker-1:8080", "decision": decision}) + "\n")
-    running = write_synthetic_run(root / "still running+1 %x", seed=9, duration=2650.0)
-    info = json.loads(Path(running, "run.json").read_text())
-    info.update(emulated_start=50.0, emulated_end=None, complete=False, ended_at=None, grid={})
-    Path(running, "run.json").write_text(json.dumps(info))
-    empty = root / "empty"  # crashed at once: an empty samples file and no other file
-    empty.mkdir()
-    (empty / "samples.jsonl").write_text("")
-    (empty / "run.json").write_text(json.dumps({"scenario": "crashed", "seed": 1, "emulated_end": 600.0}))
-    return [done, running, str(empty)]
-
-
-@pytest.fixture(scope="module")
 def rolled(spark, recorded, tmp_path_factory):
     out = tmp_path_factory.mktemp("rollup")
     console = io.StringIO()
