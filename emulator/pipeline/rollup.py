@@ -110,8 +110,8 @@ from emulator.pipeline.options import RollupOptions, add_rollup_options, conf_fr
 from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE, SAMPLES_FILE, Run,
                                          cut_files, load_runs, spark_schemas, warn_cut)
 from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, launch_conf, sized_to, spark_session
-from emulator.pipeline.table_files import (DRIVER_ROWS, Field, driver_writes, small_enough, spark_fields,
-                                           write_table)
+from emulator.pipeline.table_files import (DRIVER_ROWS, Field, driver_writes, preload, small_enough,
+                                           spark_fields, write_table)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -468,11 +468,25 @@ def _fill(df: "DataFrame", after: Sequence["Future[Any]"]) -> None:
     df.count()
 
 
-def _ordered(df: "DataFrame", *columns: str) -> "DataFrame":
+def one_partition(df: "DataFrame") -> tuple["DataFrame", bool]:
+    """`df` said to be one partition when it is one (a recording's gzip file is never split), and
+    whether it is. `coalesce(1)` costs nothing over one partition and tells the planner so
+    (SinglePartition): every grouping, window and join over the frame then needs no shuffle. A recorded
+    hour's roll-up ran 47 stages, 20 since, the same tables byte for byte. The plan of a file scan does
+    not know its partitions, so they are counted on its RDD (planned, no job)."""
+    try:
+        parts = int(df._jdf.queryExecution().toRdd().getNumPartitions())
+    except Exception:  # noqa: BLE001 - Spark's internals moved: leave the frame as it is
+        return df, False
+    return (df.coalesce(1), True) if parts == 1 else (df, False)
+
+
+def _ordered(df: "DataFrame", *columns: str, single: bool = False) -> "DataFrame":
     """`df` sorted by `columns` in one partition: what a table's CSV is written from anyway (one part),
     and its Parquet then too. `orderBy` would range-partition it, which costs a sampling job of its
-    own per table before the write (six cold jobs of a recorded hour's roll-up, measured)."""
-    return df.repartition(1).sortWithinPartitions(*columns)
+    own per table before the write (six cold jobs of a recorded hour's roll-up, measured). `single`:
+    `df` is one partition already (`one_partition`), kept without a shuffle."""
+    return (df.coalesce(1) if single else df.repartition(1)).sortWithinPartitions(*columns)
 
 
 def sql_literal(value: Any) -> str:
@@ -509,12 +523,13 @@ class _Job:
         self.F, self.spark, self.o, self.runs = F, spark, options, runs
         self.counters = counter_kpis_of(extra_counters)
         self._cached: list["DataFrame"] = []
+        self._single: list[bool] = []   # of each source given to `_one_partition`
         self._exprs: dict[Any, Any] = {}
         # cached frames are filled by jobs started as soon as what they read is planned (`fill`)
         self._fills = ThreadPoolExecutor(8, thread_name_prefix="rollup-fill")
         if frames is None:
             names = (*SAMPLE_NAMES, *(n for n in self.counters.values() if n not in SAMPLE_NAMES))
-            raw = self._keep(read_samples(spark, runs, names))
+            raw = self._keep(self._one_partition(read_samples(spark, runs, names)))
             # filtered over the cache, not cached again: a second cache of the same rows cost its own
             # build on the critical path (about 1 s of a recorded hour's roll-up, measured)
             self.samples = valid_samples(raw, names)
@@ -528,12 +543,14 @@ class _Job:
         else:
             stats = {r["run_id"]: (r["n"], r["t_max"]) for r in frames.samples.groupBy("run_id").agg(
                 F.count("t").alias("n"), F.max("t").alias("t_max")).collect()}
-            self.samples = self._keep(frames.samples)
+            self.samples = self._keep(self._one_partition(frames.samples))
             self.samples_filled = self.fill(self.samples)
-        self.decisions = self._keep(frames.decisions)
-        self.events = self._keep(frames.events)
+        self.decisions = self._keep(self._one_partition(frames.decisions))
+        self.events = self._keep(self._one_partition(frames.events))
         self.events_filled, self.decisions_filled = self.fill(self.events), self.fill(self.decisions)
-        self.publish = frames.publish
+        self.single = all(self._single)   # samples, decisions and events: so is every frame made of them
+        self.publish, publish_single = one_partition(frames.publish)
+        self.publish_single = publish_single
         self._sample_count = None if stats is None else sum(n for n, _ in stats.values())
         open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
         t_max = {rid: t for rid, (_, t) in (stats or {}).items()}
@@ -595,6 +612,12 @@ class _Job:
     def with_config(self, df: "DataFrame") -> "DataFrame":
         """The run's configuration label and seed beside its run_id."""
         return df.withColumns({"config": self.meta("config"), "seed": self.meta("seed")})
+
+    def _one_partition(self, df: "DataFrame") -> "DataFrame":
+        """`one_partition(df)`, noting whether it was one."""
+        df, single = one_partition(df)
+        self._single.append(single)
+        return df
 
     def _keep(self, df: "DataFrame") -> "DataFrame":
         """Cache a frame several tables read; `release()` frees them all."""
@@ -836,27 +859,30 @@ class _Job:
         self.window_rows = window_rows
         return run_rows, tables
 
+    def _ordered(self, df: "DataFrame", *columns: str) -> "DataFrame":
+        return _ordered(df, *columns, single=self.single)
+
     def _spark_tables(self, bu: "DataFrame", ticks: "DataFrame", per: "DataFrame", topics: "DataFrame",
                       be: "DataFrame") -> dict[str, "DataFrame"]:
         """The tables Spark writes from its own frames, in their columns and order."""
         cfg = self.with_config
         brokers = cfg(per.filter(f"`window` = {RUN_SCOPE}").drop("window")).select(
             "run_id", "config", "seed", "broker", "usage_mean", "usage_max", "overloaded_seconds",
-            "uptv", "dntv", "runs", "tdtv", "tdtv_pct").transform(_ordered, "run_id", "broker")
+            "uptv", "dntv", "runs", "tdtv", "tdtv_pct").transform(self._ordered, "run_id", "broker")
         return {
             "brokers": brokers,
             "balance_events": cfg(be).select(
                 "run_id", "config", "seed", "seq", "t", "event", "detail", "balanced_at",
-                "time_to_balance").transform(_ordered, "run_id", "seq"),
+                "time_to_balance").transform(self._ordered, "run_id", "seq"),
             "ticks": cfg(ticks).select(
                 "run_id", "config", "seed", "t", "brokers", "usage_max", "usage_min", "usage_mean",
                 "usage_std", "usage_range", "usage_max_over_mean", "usage_cv", "msg_rate_ratio",
-                "throughput_ratio").transform(_ordered, "run_id", "t"),
+                "throughput_ratio").transform(self._ordered, "run_id", "t"),
             "broker_usage": cfg(bu).select(
                 "run_id", "config", "seed", "t", "broker", "usage", "msg_rate", "throughput")
-            .transform(_ordered, "run_id", "t", "broker"),
+            .transform(self._ordered, "run_id", "t", "broker"),
             "topics": cfg(topics.filter(f"`window` = {RUN_SCOPE}")).select(
-                "run_id", "config", "seed", "topic", "unavailable_seconds").transform(_ordered, "run_id", "topic"),
+                "run_id", "config", "seed", "topic", "unavailable_seconds").transform(self._ordered, "run_id", "topic"),
             "publish": self.publish_latency(),
         }
 
@@ -913,7 +939,7 @@ class _Job:
                 .withColumns({"scope": F.expr("CASE WHEN topic = '' THEN 'cluster' ELSE 'topic' END"),
                               "topic": F.expr("CASE WHEN topic = '' THEN NULL ELSE topic END"),
                               "failed": F.expr("failed_timeout + failed_queue_full + failed_closed")})
-                .select(*PUBLISH_COLUMNS).transform(_ordered, "run_id", "scope", "topic"))
+                .select(*PUBLISH_COLUMNS).transform(_ordered, "run_id", "scope", "topic", single=self.publish_single))
 
 
 def compute(spark: "SparkSession", runs: Sequence[Run], options: RollupOptions | None = None,
@@ -1025,6 +1051,7 @@ def rollup_runs(runs: Sequence[Run], out_dir: str | Path, *, master: str | None 
     lap = _lap(phases)
     with ExitStack() as stack:
         if spark is None:
+            preload()   # pyarrow, for the tables the driver writes, while the JVM starts
             spark = stack.enter_context(spark_session(master, conf={**launch_conf(master, size), **(conf or {})}))
             lap("session")
             started = time.perf_counter()  # the figure is "after session start"

@@ -56,6 +56,17 @@ def driver_writes(session: "SparkSession", out_dir: str | Path) -> bool:
     return master.startswith("local") and ("://" not in out or out.startswith("file:"))
 
 
+def preload() -> None:
+    """Import pyarrow on a thread of its own (0.3 s): called while the JVM starts, the import is not on
+    the roll-up's path."""
+    import threading
+
+    def load() -> None:
+        import pyarrow.parquet  # noqa: F401
+
+    threading.Thread(target=load, name="pyarrow-import", daemon=True).start()
+
+
 def estimated_bytes(df: "DataFrame") -> int | None:
     """Spark's estimate of `df`'s size (its optimized plan's `sizeInBytes`: cached frames as cached,
     files by their size on disk), or None if the plan does not say."""
@@ -79,6 +90,8 @@ def java_double(x: float) -> str:
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
+    if 1e-3 <= abs(x) < 1e7:   # Python's repr is plain here too, with the same shortest digits
+        return repr(x)
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     sign, digit_tuple, exponent = Decimal(repr(x)).as_tuple()
