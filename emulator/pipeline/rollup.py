@@ -468,17 +468,26 @@ def _fill(df: "DataFrame", after: Sequence["Future[Any]"]) -> None:
     df.count()
 
 
-def one_partition(df: "DataFrame") -> tuple["DataFrame", bool]:
-    """`df` said to be one partition when it is one (a recording's gzip file is never split), and
-    whether it is. `coalesce(1)` costs nothing over one partition and tells the planner so
-    (SinglePartition): every grouping, window and join over the frame then needs no shuffle. A recorded
-    hour's roll-up ran 47 stages, 20 since, the same tables byte for byte. The plan of a file scan does
-    not know its partitions, so they are counted on its RDD (planned, no job)."""
-    try:
-        parts = int(df._jdf.queryExecution().toRdd().getNumPartitions())
-    except Exception:  # noqa: BLE001 - Spark's internals moved: leave the frame as it is
-        return df, False
-    return (df.coalesce(1), True) if parts == 1 else (df, False)
+UNSPLIT_BYTES = 4 << 20
+"""A plain file up to this size is one partition of a scan (Spark's `spark.sql.files.openCostInBytes`:
+no split is smaller); a gzip file is never split."""
+
+
+def one_partition(df: "DataFrame", files: Sequence[str] | None = None) -> tuple["DataFrame", bool]:
+    """`df` said to be one partition when it is one, and whether it is: read from one file (`files`)
+    that Spark does not split, or, for a frame of other origin, counted on its RDD (planned, no job;
+    0.6 s of a cold planner for a recording's samples, hence the files). `coalesce(1)` costs nothing
+    over one partition and tells the planner so (SinglePartition): every grouping, window and join over
+    the frame then needs no shuffle. A recorded hour's roll-up ran 47 stages, 20 since, the same
+    tables byte for byte."""
+    if files is not None:
+        single = len(files) == 1 and (files[0].endswith(".gz") or Path(files[0]).stat().st_size <= UNSPLIT_BYTES)
+    else:
+        try:
+            single = int(df._jdf.queryExecution().toRdd().getNumPartitions()) == 1
+        except Exception:  # noqa: BLE001 - Spark's internals moved: leave the frame as it is
+            single = False
+    return (df.coalesce(1), True) if single else (df, False)
 
 
 def _ordered(df: "DataFrame", *columns: str, single: bool = False) -> "DataFrame":
@@ -529,7 +538,7 @@ class _Job:
         self._fills = ThreadPoolExecutor(8, thread_name_prefix="rollup-fill")
         if frames is None:
             names = (*SAMPLE_NAMES, *(n for n in self.counters.values() if n not in SAMPLE_NAMES))
-            raw = self._keep(self._one_partition(read_samples(spark, runs, names)))
+            raw = self._keep(self._one_partition(read_samples(spark, runs, names), _paths(runs, SAMPLES_FILE)))
             # filtered over the cache, not cached again: a second cache of the same rows cost its own
             # build on the critical path (about 1 s of a recorded hour's roll-up, measured)
             self.samples = valid_samples(raw, names)
@@ -537,6 +546,8 @@ class _Job:
             frames = Frames(samples=self.samples,
                             decisions=read_decisions(spark, runs), events=read_events(spark, runs),
                             publish=read_publish(spark, runs))
+            files: dict[str, list[str] | None] = {n: _paths(runs, n) for n in (DECISIONS_FILE, EVENTS_FILE,
+                                                                              PUBLISH_FILE)}
             # every run finished: the lines are counted by the scan that fills `raw` (`sample_count`)
             stats = sample_stats(spark, runs) if any(r.info.emulated_end is None for r in runs) else None
             self._raw = raw
@@ -545,12 +556,12 @@ class _Job:
                 F.count("t").alias("n"), F.max("t").alias("t_max")).collect()}
             self.samples = self._keep(self._one_partition(frames.samples))
             self.samples_filled = self.fill(self.samples)
-        self.decisions = self._keep(self._one_partition(frames.decisions))
-        self.events = self._keep(self._one_partition(frames.events))
+            files = dict.fromkeys((DECISIONS_FILE, EVENTS_FILE, PUBLISH_FILE))
+        self.decisions = self._keep(self._one_partition(frames.decisions, files[DECISIONS_FILE]))
+        self.events = self._keep(self._one_partition(frames.events, files[EVENTS_FILE]))
         self.events_filled, self.decisions_filled = self.fill(self.events), self.fill(self.decisions)
         self.single = all(self._single)   # samples, decisions and events: so is every frame made of them
-        self.publish, publish_single = one_partition(frames.publish)
-        self.publish_single = publish_single
+        self.publish, self.publish_single = one_partition(frames.publish, files[PUBLISH_FILE])
         self._sample_count = None if stats is None else sum(n for n, _ in stats.values())
         open_ended = [r.run_id for r in runs if r.info.emulated_end is None]
         t_max = {rid: t for rid, (_, t) in (stats or {}).items()}
@@ -613,9 +624,9 @@ class _Job:
         """The run's configuration label and seed beside its run_id."""
         return df.withColumns({"config": self.meta("config"), "seed": self.meta("seed")})
 
-    def _one_partition(self, df: "DataFrame") -> "DataFrame":
-        """`one_partition(df)`, noting whether it was one."""
-        df, single = one_partition(df)
+    def _one_partition(self, df: "DataFrame", files: Sequence[str] | None = None) -> "DataFrame":
+        """`one_partition(df, files)`, noting whether it was one."""
+        df, single = one_partition(df, files)
         self._single.append(single)
         return df
 
