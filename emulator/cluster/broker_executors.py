@@ -33,7 +33,11 @@ from .capacity_broker import BrokerCapacity
 from .latency import Constant, Distribution
 from .service_queue import QueueTotals, ServiceQueue
 
-__all__ = ["BrokerExecutors"]
+__all__ = ["BrokerExecutors", "DEFAULT_CORES"]
+
+DEFAULT_CORES = 8
+"""availableProcessors() of a broker whose host says nothing of its cores (a load source without
+`available_processors`): the default host of emulator/workload/resources.py (`cores = 8`)."""
 
 
 def _costs_nothing(d: Distribution) -> bool:
@@ -49,7 +53,7 @@ class BrokerExecutors:
                  rng: random.Random) -> None:
         self._rng = rng      # its own stream: the broker's latency draws do not shift with capacity
         self._cpu = capacity
-        cores = max(1, capacity.cores)
+        cores = max(1, capacity.cores or DEFAULT_CORES)
         io = conf.num_io_threads or 2 * cores             # Netty: 0 threads = 2 x availableProcessors
         http = conf.num_http_server_threads or max(8, 2 * cores)
         self.io_threads = [ServiceQueue(f"{name}/io-{i}", 1) for i in range(io)]

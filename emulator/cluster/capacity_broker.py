@@ -54,10 +54,13 @@ class BrokerCapacity(msgspec.Struct, frozen=True, kw_only=True):
     authentication, JAX-RS dispatch, the namespace-policy checks, up to the AsyncResponse that frees
     the thread (Namespaces.unloadNamespaceBundle / splitNamespaceBundle are asynchronous in 3.0).
     Assumption: 200 us median, p99 2 ms; the call's wire time is `Latencies.admin_call`."""
-    cores: Count = 8
-    """Runtime.availableProcessors() of a broker host, for the thread counts left at their Pulsar
-    default (numIOThreads = 2 x cores, numHttpServerThreads = max(8, 2 x cores)): the default host of
-    emulator/workload/resources.py (`cores = 8`)."""
+    cores: Count | None = None
+    """Runtime.availableProcessors() of a broker's JVM, for the thread counts left at their Pulsar
+    default (numIOThreads = 2 x cores, numHttpServerThreads = max(8, 2 x cores)). None: its host's cores
+    as the broker starts (`[cluster.capacity] cores` or the broker's `[cluster.overrides]`, rounded up,
+    as the JVM rounds a container's CPU quota up; a `set_capacity` takes effect at the next start, as
+    Pulsar sizes its pools once). A number: every broker's JVM sees that many, whatever its host (a
+    container limit, `-XX:ActiveProcessorCount`)."""
 
     @classmethod
     def unlimited(cls) -> "BrokerCapacity":

@@ -27,6 +27,7 @@ from .client import ClientSettings, PulsarClient
 from .decoded import DecodeCache
 from .dynamic_config import DynamicConfiguration
 from .bookkeeper import Bookies
+from .broker_executors import DEFAULT_CORES
 from .events import ActorFailed, AdminSplit, AdminUnload, ClusterEvents, LoadManagerSwitchUnsupported
 from .capacity import Capacity
 from .latency import Constant, Latencies
@@ -295,7 +296,7 @@ class Cluster:
             load_source=self.load_source, events=self.events,
             placement=placement, shedder=shedder, store_name=STORE_NAME,
             report_interval=self.settings.report_interval,
-            decoded=self.decoded, latencies=self.latencies, capacity=self.capacity,
+            decoded=self.decoded, latencies=self.latencies, capacity=self._broker_capacity(broker_id),
             cluster_name=self.name,
             load_manager_shared=self.load_manager_shared, bookies=self.bookies,
         )
@@ -304,6 +305,16 @@ class Cluster:
         with anyio.fail_after(self.settings.broker_start_timeout):
             await broker.started.wait()
         return broker
+
+    def _broker_capacity(self, broker_id: str) -> Capacity:
+        """The capacities a broker starts with: the cluster's, its JVM's cores from its host when
+        `[capacity.broker] cores` leaves them to it (the load source's `available_processors`)."""
+        if self.capacity.broker.cores is not None:
+            return self.capacity
+        processors = getattr(self.load_source, "available_processors", None)
+        cores = DEFAULT_CORES if processors is None else processors(broker_id)
+        return msgspec.structs.replace(self.capacity, broker=msgspec.structs.replace(self.capacity.broker,
+                                                                                     cores=cores))
 
     def _check_class_not_overridden(self, broker_id: str, settings: Mapping[str, object],
                                     conf: ServiceConfig) -> None:

@@ -8,6 +8,7 @@ linearly with the traffic, which is enough to exercise reporting and placement.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Protocol
 
 import msgspec
@@ -107,6 +108,12 @@ class CurveSource(LoadSource, Protocol):
     ) -> TrafficCurves | None: ...
 
 
+def available_processors(cores: float) -> int:
+    """Runtime.availableProcessors() on a host of `cores`: rounded up, at least 1 (the JVM's count of a
+    container's CPU quota, CgroupV1Subsystem / CgroupV2Subsystem: ceil(quota / period))."""
+    return max(1, math.ceil(cores))
+
+
 class FlatLoad:
     """Every producing topic publishes `rate` msg/s of `msg_size` bytes; each consumer reads all of it.
 
@@ -124,7 +131,7 @@ class FlatLoad:
         base_cpu_percent: float = 5.0,
         cpu_percent_per_kmsg: float = 2.0,
         topic_rates: Mapping[str, float] | None = None,
-        broker_cores: Mapping[str, int] | None = None,
+        broker_cores: Mapping[str, float] | None = None,
     ) -> None:
         self.rate = rate
         self.msg_size = msg_size
@@ -187,6 +194,10 @@ class FlatLoad:
                 rate_in += r
                 rate_out += r * load.consumers
         return rate_in, rate_out, producers, consumers, len(topics)
+
+    def available_processors(self, broker_id: str) -> int:
+        """availableProcessors() of the broker's host (its `broker_cores`, else `cores`)."""
+        return available_processors(self.broker_cores.get(broker_id, self.cores))
 
     def system_usage(
         self, broker_id: str, now: float, stats: Mapping[str, NamespaceBundleStats]

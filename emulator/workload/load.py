@@ -34,7 +34,7 @@ from operator import attrgetter, is_
 
 import numpy as np
 
-from emulator.cluster.load_source import SystemUsage, TopicLoad, TopicTable, TrafficCurves
+from emulator.cluster.load_source import SystemUsage, TopicLoad, TopicTable, TrafficCurves, available_processors
 from emulator.model.loaddata import NamespaceBundleStats, ResourceUsage
 
 from .resources import BrokerTraffic, ResourceModel
@@ -201,6 +201,11 @@ class WorkloadLoadSource:
         self.resources = resources
         self._index_cache: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
         self._brokers: dict[str, _BrokerArrays] = {}
+
+    def available_processors(self, broker_id: str) -> int:
+        """availableProcessors() of the broker's host now (its `[cluster.capacity]` cores, its
+        override, or the last `set_capacity`): the cluster sizes a starting broker's threads by it."""
+        return available_processors(self.resources.capacity(broker_id).cores)
 
     def bundle_curves(
         self, broker_id: str, now: float, bundles: Mapping[str, Mapping[str, TopicLoad]]

@@ -13,6 +13,7 @@ from emulator.cluster.client import ClientSettings
 from emulator.cluster.cluster import ClusterSettings
 from emulator.cluster.events import BrokerStopped
 from emulator.cluster.latency import ZERO, Constant
+from emulator.cluster.load_source import FlatLoad
 from emulator.cluster.messages import HandleKind, LookupTopic, LookupType
 from emulator.model.config import ServiceConfig
 from emulator.testing import emulated_cluster
@@ -60,11 +61,25 @@ async def test_a_burst_of_lookups_takes_n_times_service_over_the_io_threads():
 
 
 @pytest.mark.asyncio
-async def test_io_threads_default_to_twice_the_cores():
-    async with emulated_cluster(1, seed=1, settings=broker_capacity(lookup_cpu=0.001)) as cluster:
-        broker = cluster.brokers[cluster.live_brokers()[0]]
-        assert len(broker.executors.io_threads) == 16        # 2 x BrokerCapacity.cores (8)
-        assert broker.executors.http.servers == 16           # max(8, 2 x 8)
+async def test_io_and_web_threads_default_from_each_hosts_cores():
+    """numIOThreads = 2 x and numHttpServerThreads = max(8, 2 x) availableProcessors(), which is the
+    broker's own host's cores (rounded up, as the JVM counts a CPU quota), not one figure for all."""
+    load = FlatLoad(cores=4, broker_cores={"broker-2:8080": 16, "broker-3:8080": 0.5})
+    async with emulated_cluster(3, seed=1, load_source=load, settings=broker_capacity(lookup_cpu=0.001)) as cluster:
+        threads = {b: (len(cluster.brokers[b].executors.io_threads), cluster.brokers[b].executors.http.servers)
+                   for b in cluster.live_brokers()}
+        assert threads == {"broker-1:8080": (8, 8), "broker-2:8080": (32, 32), "broker-3:8080": (2, 8)}
+
+
+@pytest.mark.asyncio
+async def test_capacity_broker_cores_is_every_jvms_count_whatever_its_host():
+    settings = broker_capacity(lookup_cpu=0.001)
+    assert settings.capacity is not None
+    pinned = msgspec.structs.replace(settings, capacity=msgspec.structs.replace(
+        settings.capacity, broker=msgspec.structs.replace(settings.capacity.broker, cores=3)))
+    load = FlatLoad(cores=4, broker_cores={"broker-2:8080": 16})
+    async with emulated_cluster(2, seed=1, load_source=load, settings=pinned) as cluster:
+        assert {len(cluster.brokers[b].executors.io_threads) for b in cluster.live_brokers()} == {6}
 
 
 @pytest.mark.asyncio

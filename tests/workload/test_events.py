@@ -164,9 +164,13 @@ async def test_every_verb_is_applied_at_its_time():
         await run.sleep_until(MIN + 5)
         assert "broker-5:8080" in c.live_brokers()
         assert w.resources.capacity("broker-5:8080").cores == 2
+        # a broker's JVM counts its own host's cores: numIOThreads = 2 x 2 (the others' hosts: 2 x 8)
+        assert len(c.brokers["broker-5:8080"].executors.io_threads) == 4
+        assert len(c.brokers["broker-2:8080"].executors.io_threads) == 16
 
         await run.sleep_until(2.5 * MIN)
         assert w.resources.capacity("broker-1:8080").cores == 16
+        assert len(c.brokers["broker-1:8080"].executors.io_threads) == 16   # sized at its start, as Pulsar
         assert w.resources.capacity("broker-2:8080").background_cores == 1.5
         await run.sleep_until(3.5 * MIN)
         assert w.resources.capacity("broker-2:8080").background_cores == 0
