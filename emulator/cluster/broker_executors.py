@@ -53,7 +53,7 @@ class BrokerExecutors:
                  rng: random.Random) -> None:
         self._rng = rng      # its own stream: the broker's latency draws do not shift with capacity
         self._cpu = capacity
-        cores = max(1, capacity.cores or DEFAULT_CORES)
+        cores = max(1, DEFAULT_CORES if capacity.cores is None else capacity.cores)
         io = conf.num_io_threads or 2 * cores             # Netty: 0 threads = 2 x availableProcessors
         http = conf.num_http_server_threads or max(8, 2 * cores)
         self.io_threads = [ServiceQueue(f"{name}/io-{i}", 1) for i in range(io)]
