@@ -216,3 +216,34 @@ def test_sql_literals_have_the_type_and_value_of_lit(spark):
         assert mine.collect() == theirs.collect(), v
     nan = one.select(F.expr(sql_literal(float("nan"))).alias("x")).collect()[0][0]
     assert math.isnan(nan)
+
+
+
+def test_a_run_rolled_up_alone_is_one_partition_and_gets_the_rows_it_gets_among_others(spark, tmp_path):
+    """One run's files are one partition each (a plain file under Spark's open cost, or gzip): the
+    sources say so (`one_partition`), nothing shuffles, and every KPI and table row is the one the same
+    run gets in a roll-up of several runs, whose sources are not one partition."""
+    from emulator.pipeline.recording import SAMPLES_FILE
+    from emulator.pipeline.rollup import SAMPLE_NAMES, _paths, one_partition, read_samples
+
+    recorded = [write_synthetic_run(tmp_path / name, seed=seed, duration=1500.0,
+                                    overrides={"placement": "AvgShedder"} if seed == 3 else None)
+                for name, seed in (("first", 3), ("second", 7))]
+    runs, both = load_runs(recorded[:1]), load_runs(recorded)
+    df, single = one_partition(read_samples(spark, runs, SAMPLE_NAMES), _paths(runs, SAMPLES_FILE))
+    assert single
+    assert "Exchange" not in df.groupBy("run_id", "t").count()._jdf.queryExecution().executedPlan().toString()
+    assert not one_partition(read_samples(spark, both, SAMPLE_NAMES), _paths(both, SAMPLES_FILE))[1]
+
+    together = rollup(recorded, tmp_path / "together", spark=spark, options=OPTIONS, show=False)
+    alone = rollup(recorded[:1], tmp_path / "alone", spark=spark, options=OPTIONS, show=False)
+    (expected,) = [r for r in together.runs if r["run_id"] == "first"]
+    assert alone.runs[0]["unloads"] > 0 or alone.runs[0]["reconnects"] > 0   # a run with something in it
+    assert all(close(alone.runs[0][k], expected[k]) for k in ("ticks", "brokers", *KPI_COLUMNS))
+    for table in ("windows", "brokers", "ticks", "broker_usage", "topics", "publish"):
+        mine = spark.read.parquet(str(tmp_path / "alone" / "parquet" / table)).collect()
+        theirs = [r for r in spark.read.parquet(str(tmp_path / "together" / "parquet" / table)).collect()
+                  if r["run_id"] == "first"]
+        assert len(mine) == len(theirs), table
+        assert all(all(close(a, b) if isinstance(a, float) else a == b for a, b in zip(x, y))
+                   for x, y in zip(mine, theirs)), table
