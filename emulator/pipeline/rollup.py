@@ -111,7 +111,7 @@ from emulator.pipeline.recording import (DECISIONS_FILE, EVENTS_FILE, PUBLISH_FI
                                          cut_files, load_runs, spark_schemas, warn_cut)
 from emulator.pipeline.session import DEFAULT_MASTER, jvm_peak_rss_bytes, launch_conf, sized_to, spark_session
 from emulator.pipeline.table_files import (DRIVER_ROWS, Field, driver_writes, preload, small_enough,
-                                           spark_fields, write_table)
+                                           spark_fields, spark_schema_json, write_table)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -442,9 +442,7 @@ def rows_frame(spark: "SparkSession", fields: Sequence[tuple[str, str]], rows: S
     schema. `createDataFrame(list)` would start Python workers for it (9 s measured, cold)."""
     from pyspark.sql import types as T
 
-    kinds = {"string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
-             "double": T.DoubleType(), "boolean": T.BooleanType()}
-    schema = T.StructType([T.StructField(n, kinds[k]) for n, k in fields])
+    schema = T.StructType.fromJson(json.loads(spark_schema_json(fields)))
     staging.mkdir(parents=True, exist_ok=True)
     path = staging / f"{len(list(staging.iterdir()))}.jsonl"
     with path.open("w") as f:

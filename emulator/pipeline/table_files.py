@@ -5,7 +5,8 @@ In local mode the roll-up collects each small table (`DRIVER_BYTES` by Spark's e
 writers are the largest fixed cost of a small roll-up: the read-and-count job plus nine 3-row tables
 written by Spark as Parquet and CSV took 1.4x the job alone (bench/README.md, "Where a roll-up's time
 goes"); in a cold JVM each table is two jobs, a Hadoop committer and the Parquet writer's classes to
-load. Written here, a recorded hour's roll-up took 14.1 s against 16.3 s (median of five, alternating).
+load. Collecting the tables instead of writing them with Spark took a recorded hour's roll-up from 16.3 s
+to 14.5 s (median of three alternating pairs, measured before this module's writes were added).
 On a cluster the workers write (their output is on shared storage the driver may not see), and Spark's
 writers stay.
 
@@ -135,8 +136,9 @@ def _arrow_schema(fields: Sequence[Field]) -> Any:
     return pa.schema([pa.field(name, kinds[kind], nullable=True) for name, kind in fields])
 
 
-def _spark_schema_json(fields: Sequence[Field]) -> str:
-    """The Spark schema JSON Spark stores in a Parquet footer (StructType.json)."""
+def spark_schema_json(fields: Sequence[Field]) -> str:
+    """`fields` as Spark's schema JSON (StructType.json): what Spark stores in a Parquet footer, and
+    what `StructType.fromJson` reads back."""
     import json
 
     kinds = {"string": "string", "long": "long", "int": "integer", "double": "double", "boolean": "boolean"}
@@ -166,7 +168,7 @@ def write_table(out_dir: str | Path, name: str, fields: Sequence[Field],
         tuples = [tuple(float(v) if i in doubles and v is not None else v for i, v in enumerate(t))
                   for t in tuples]
     out = Path(str(out_dir).removeprefix("file:"))
-    schema = _arrow_schema(fields).with_metadata({SPARK_ROW_METADATA: _spark_schema_json(fields)})
+    schema = _arrow_schema(fields).with_metadata({SPARK_ROW_METADATA: spark_schema_json(fields)})
     columns = [pa.array([t[i] for t in tuples], type=schema.field(i).type) for i in range(len(names))]
     folder = _fresh(out / "parquet" / name)
     pq.write_table(pa.Table.from_arrays(columns, schema=schema), folder / f"{PART}.snappy.parquet",

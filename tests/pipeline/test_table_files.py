@@ -117,8 +117,15 @@ def test_a_rollup_written_by_spark_by_the_driver_or_both_gives_the_same_tables(s
     rollup(recorded, mixed, spark=spark, options=OPTIONS, show=False)
     fell_back = [n for n in TABLES if list((mixed / "csv" / n).glob("part-*-*-*-*.csv"))]
     assert "broker_usage" in fell_back and "runs" not in fell_back and "comparison" not in fell_back
+    monkeypatch.undo()
+    monkeypatch.setattr(table_files, "DRIVER_BYTES", 0)   # no table is tried: Spark writes all six of its own
+    estimated = tmp_path / "estimated"
+    rollup(recorded, estimated, spark=spark, options=OPTIONS, show=False)
+    by_estimate = [n for n in TABLES if list((estimated / "csv" / n).glob("part-*-*-*-*.csv"))]
+    assert sorted(by_estimate) == sorted(set(TABLES) - {"runs", "windows", "comparison"})
     expected = _tables(spark, by_spark)
     assert _tables(spark, driver) == expected
     assert _tables(spark, mixed) == expected
+    assert _tables(spark, estimated) == expected
     assert len(expected["broker_usage"][1]) > 100
 
