@@ -359,10 +359,12 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
             return
         view = self.redirect_view
         read: dict[str, bytes] = {}
-        store = None
-        for broker in self.available_brokers:
-            if broker == created or not view.known(broker):
-                store = store or self.system.get(self.md.store_name)
+        to_read = view.unknown_of(self.available_brokers)   # a set difference: O(changes), not O(brokers)
+        if created is not None and created in self.available_brokers:
+            to_read |= {created}
+        if to_read:
+            store = self.system.get(self.md.store_name)
+            for broker in to_read:
                 data = store.peek(paths.broker_path(broker)) if isinstance(store, MetadataStore) else None
                 if data is not None:
                     read[broker] = data

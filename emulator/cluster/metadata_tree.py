@@ -80,10 +80,16 @@ def _top(path: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-class _ZNode:
-    """One znode. Mutable and slotted: the store creates tens of thousands of them."""
+_NO_CHILDREN: frozenset[str] = frozenset()
 
-    __slots__ = ("data", "version", "ephemeral_owner", "ctime", "mtime", "children")
+
+class _ZNode:
+    """One znode. Mutable and slotted: the store creates millions of them in the largest scenarios,
+    most of them leaves, so a node's set of children is made with its first child (an empty set is
+    216 bytes), and its sorted listing is kept until a child comes or goes (every broker lists
+    /loadbalance/brokers on every registration: 1,000 brokers sorted a million times otherwise)."""
+
+    __slots__ = ("data", "version", "ephemeral_owner", "ctime", "mtime", "children", "listing")
 
     def __init__(self, data: bytes, ephemeral_owner: int | None, now_ms: int) -> None:
         self.data = data
@@ -91,7 +97,26 @@ class _ZNode:
         self.ephemeral_owner = ephemeral_owner
         self.ctime = now_ms
         self.mtime = now_ms
-        self.children: set[str] = set()
+        self.children: set[str] | frozenset[str] = _NO_CHILDREN
+        self.listing: list[str] | None = None
+
+    def add_child(self, name: str) -> None:
+        if self.children is _NO_CHILDREN:
+            self.children = set()
+        self.children.add(name)  # type: ignore[union-attr]
+        self.listing = None
+
+    def discard_child(self, name: str) -> None:
+        if name in self.children:
+            self.children.discard(name)  # type: ignore[union-attr]
+            self.listing = None
+
+    def sorted_children(self) -> list[str]:
+        """The children in name order (a new list: the caller may keep or change it)."""
+        listing = self.listing
+        if listing is None:
+            listing = self.listing = sorted(self.children)
+        return listing.copy()
 
 
 class _Session:
@@ -138,7 +163,7 @@ class MetadataTree:
 
     def children(self, path: str) -> list[str]:
         node = self._nodes.get(path)
-        return [] if node is None else sorted(node.children)
+        return [] if node is None else node.sorted_children()
 
     def peek_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
         """(path, data) of every node whose path starts with the string `prefix`, sorted; made again
@@ -198,7 +223,7 @@ class MetadataTree:
             self._changed(node_path)
             parent = parent_path(node_path)
             assert parent is not None
-            self._nodes[parent].children.add(node_path[len(parent) + (parent != "/") :])
+            self._nodes[parent].add_child(node_path[len(parent) + (parent != "/") :])
             if owner is not None:
                 self._sessions[owner].ephemerals[node_path] = None
             self._notify_created_or_deleted("Created", node_path, notes)
@@ -309,7 +334,7 @@ class MetadataTree:
         self._changed(path)
         parent = parent_path(path)
         assert parent is not None
-        self._nodes[parent].children.discard(path[len(parent) + (parent != "/") :])
+        self._nodes[parent].discard_child(path[len(parent) + (parent != "/") :])
         if node.ephemeral_owner is not None:
             session = self._sessions.get(node.ephemeral_owner)
             if session is not None:
