@@ -37,6 +37,10 @@ class NamespaceBundleFactory(BrokerBase):
         self._ns_loading = {}
         self._ns_invalidated = set()
 
+    def cached_namespace_bundles(self, namespace: str) -> NamespaceBundles | None:
+        """The cached ranges of `namespace`, or None: `namespace_bundles` would read them."""
+        return self._ns_bundles.get(namespace)
+
     async def namespace_bundles(self, namespace: str) -> NamespaceBundles:
         """NamespaceBundleFactory: cached ranges, read from /admin/local-policies, refreshed by watch.
 

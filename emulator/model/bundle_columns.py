@@ -40,6 +40,7 @@ __all__ = ["BundleColumns", "ReportColumns"]
 
 _SAMPLE = attrgetter("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
 _TOPICS = attrgetter("topics")
+_SESSIONS = attrgetter("consumer_count", "producer_count")
 _INITIAL_CAPACITY = 64
 # BundleData.default() as a row: 50 msg/s and 50 kB/s each way in both windows, no samples yet
 _RATE, _THROUGHPUT = DEFAULT_MESSAGE_RATE, DEFAULT_MESSAGE_THROUGHPUT
@@ -51,7 +52,7 @@ _DEFAULT_LONG_SUMS = (_RATE + _RATE, _THROUGHPUT + _THROUGHPUT)
 class ReportColumns:
     """One broker report's `last_stats` as arrays: the bundles' rows and their samples, in map order."""
 
-    __slots__ = ("stats", "size", "rows", "samples", "topics")
+    __slots__ = ("stats", "size", "rows", "samples", "topics", "_sessions")
 
     def __init__(self, stats: Mapping[str, NamespaceBundleStats], rows: np.ndarray,
                  samples: np.ndarray, topics: np.ndarray) -> None:
@@ -62,6 +63,15 @@ class ReportColumns:
         self.samples = samples
         """(k, 4) float64: msg rate in, out, throughput in, out (the column order of a window)."""
         self.topics = topics
+        self._sessions: np.ndarray | None = None
+
+    @property
+    def sessions(self) -> np.ndarray:
+        """consumer_count + producer_count per bundle (the split check's session count), made once."""
+        if self._sessions is None:
+            pairs = np.array(list(map(_SESSIONS, self.stats.values())), dtype=np.int64).reshape(self.size, 2)
+            self._sessions = pairs[:, 0] + pairs[:, 1]
+        return self._sessions
 
 
 class BundleColumns:

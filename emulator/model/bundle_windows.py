@@ -76,6 +76,13 @@ class BundleWindows(Protocol):
         shows exceed a threshold (below both, the answer is the same). True if any object changed."""
         ...
 
+    def split_candidates(self, brokers: Mapping[str, BrokerData], max_topics: int, max_sessions: int,
+                         max_rate: float, max_bandwidth: float) -> list[tuple[str, str]] | None:
+        """After `prepare_split_check`: (broker, bundle) of every reported bundle that may be over a
+        split threshold, in the detection's order (brokers in map order, bundles in report order), a
+        superset of the hot ones that detection then checks one by one; None: check them all."""
+        ...
+
 
 def make_bundle_windows(kind: WindowsKind, persisted: Mapping[str, BundleData]) -> BundleWindows:
     """`persisted`: the bundle data read from the store, copied for a bundle when it joins."""
@@ -139,6 +146,10 @@ class ObjectWindows:
     def prepare_split_check(self, brokers: Mapping[str, BrokerData], max_rate: float,
                             max_bandwidth: float) -> bool:
         return False
+
+    def split_candidates(self, brokers: Mapping[str, BrokerData], max_topics: int, max_sessions: int,
+                         max_rate: float, max_bandwidth: float) -> list[tuple[str, str]] | None:
+        return None
 
 
 class ColumnWindows:
@@ -283,3 +294,40 @@ class ColumnWindows:
         for row in rows[hot].tolist():
             wrote = columns.sync_row(row) or wrote
         return wrote
+
+    def split_candidates(self, brokers: Mapping[str, BrokerData], max_topics: int, max_sessions: int,
+                         max_rate: float, max_bandwidth: float) -> list[tuple[str, str]] | None:
+        """One vector pass over every report instead of a Python step per bundle: a leader of 1,000
+        brokers runs detection after each of their reports, ~10,000 times an emulated hour.
+
+        Rate and throughput are read from `long_sums`, what each row's object shows: after
+        `prepare_split_check` a row hot by its current values has been synced, so an object over
+        a threshold shows it there. A bundle reported without a BundleData reads 0 (as detection
+        does); a row whose object is not in `bundle_data` is left to the exact check. None when the
+        columns do not follow the reports (detection then walks them all)."""
+        columns = self.columns
+        reports = self._reports
+        walk = []
+        for broker, data in brokers.items():
+            report = reports.get(broker)
+            if report is None or report.stats is not data.local_data.last_stats:
+                return None
+            walk.append((broker, report))
+        if not walk or columns.present_count != len(self.data):
+            return None
+        rows = np.concatenate([report.rows for _, report in walk])
+        topics = np.concatenate([report.topics for _, report in walk])
+        sessions = np.concatenate([report.sessions for _, report in walk])
+        present = columns.present[rows]
+        shown = columns.long_sums[rows]
+        with np.errstate(over="ignore", invalid="ignore"):
+            maybe = (topics > max_topics) | (present & ((shown[:, 0] > max_rate) | (shown[:, 1] > max_bandwidth)))
+            if max_sessions > 0:
+                maybe |= sessions > max_sessions
+        maybe &= topics >= 2
+        picked = np.flatnonzero(maybe)
+        if picked.size == 0:
+            return []
+        owners = np.repeat(np.arange(len(walk)), [report.size for _, report in walk])[picked]
+        names = columns.names
+        return [(walk[b][0], names[r]) for b, r in zip(owners.tolist(), rows[picked].tolist())]

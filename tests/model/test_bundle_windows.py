@@ -11,6 +11,7 @@ import random
 import struct
 from typing import Any
 
+import msgspec
 import pytest
 
 from emulator.model.bundle_windows import ColumnWindows, ObjectWindows, make_bundle_windows
@@ -96,3 +97,42 @@ def test_the_choice_is_made_by_name() -> None:
     assert isinstance(make_bundle_windows("columns", {}), ColumnWindows)
     with pytest.raises(ValueError, match="expected 'objects' or 'columns'"):
         make_bundle_windows("rows", {})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_split_candidates_hold_every_bundle_detection_finds(seed: int) -> None:
+    """Detection over the columns' prefilter selects what the walk over every report selects, at
+    thresholds around the random numbers (rate, throughput, topics, sessions), stale objects or not."""
+    from emulator.model.config import ServiceConfig
+    from emulator.model.loaddata import LoadData
+    from emulator.model.split_detection import MIBI, find_bundles_to_split
+
+    rng = random.Random(seed)
+    windows = ColumnWindows({})
+    found = 0
+    for _ in range(15):
+        brokers = _brokers(rng)
+        for data in brokers.values():
+            stats_map = data.local_data.last_stats
+            for bundle, stats in stats_map.items():
+                stats_map[bundle] = msgspec.structs.replace(stats, producer_count=rng.randint(0, 3),
+                                                            consumer_count=rng.randint(0, 3))
+        windows.update(brokers, lambda broker, data: None)
+        if rng.random() < 0.3:
+            windows.current()
+        conf = ServiceConfig(load_balancer_namespace_bundle_max_topics=rng.choice([1, 2, 1000]),
+                             load_balancer_namespace_bundle_max_sessions=rng.choice([0, 3, 1000]),
+                             load_balancer_namespace_bundle_max_msg_rate=rng.choice([1, 100, 30000]),
+                             load_balancer_namespace_bundle_max_bandwidth_mbytes=rng.choice([1, 100]))
+        max_rate = conf.load_balancer_namespace_bundle_max_msg_rate
+        max_bandwidth = conf.load_balancer_namespace_bundle_max_bandwidth_mbytes * MIBI
+        windows.prepare_split_check(brokers, max_rate, max_bandwidth)
+        candidates = windows.split_candidates(brokers, conf.load_balancer_namespace_bundle_max_topics,
+                                              conf.load_balancer_namespace_bundle_max_sessions, max_rate,
+                                              max_bandwidth)
+        assert candidates is not None
+        load_data = LoadData(broker_data=brokers, bundle_data=windows.data)
+        every = find_bundles_to_split(load_data, conf, lambda ns: 1)
+        found += len(every)
+        assert find_bundles_to_split(load_data, conf, lambda ns: 1, candidates) == every
+    assert found  # the thresholds above catch some

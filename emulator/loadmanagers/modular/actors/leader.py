@@ -441,7 +441,12 @@ class LoadManagerLeader(Actor):
         if not conf.load_balancer_auto_bundle_split_enabled or len(self.lm.known_brokers) <= 1:
             return []
         counts: dict[str, int] = {}
+        cached = self.broker.cached_namespace_bundles
         for ns in self.lm.reported_namespaces():  # each once, first-seen order over every report
+            known = cached(ns)   # the factory's cache answers without a task step (most of them)
+            if known is not None:
+                counts[ns] = len(known)
+                continue
             try:
                 counts[ns] = len(await self.broker.namespace_bundles(ns))
             except LookupFailure:  # namespace gone (or its metadata failed): nothing to split there

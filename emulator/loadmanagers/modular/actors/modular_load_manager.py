@@ -454,10 +454,14 @@ class ModularLoadManager:
             return {}
         conf = self.conf
         max_bandwidth = conf.load_balancer_namespace_bundle_max_bandwidth_mbytes * split_detection.MIBI
-        if self.windows.prepare_split_check(self.load_data.broker_data,
-                                            conf.load_balancer_namespace_bundle_max_msg_rate, max_bandwidth):
+        max_rate = conf.load_balancer_namespace_bundle_max_msg_rate
+        brokers = self.load_data.broker_data
+        if self.windows.prepare_split_check(brokers, max_rate, max_bandwidth):
             self._preallocated_data_changed()
-        return split_detection.find_bundles_to_split(self.load_data, conf, bundle_count)
+        candidates = self.windows.split_candidates(
+            brokers, conf.load_balancer_namespace_bundle_max_topics,
+            conf.load_balancer_namespace_bundle_max_sessions, max_rate, max_bandwidth)
+        return split_detection.find_bundles_to_split(self.load_data, conf, bundle_count, candidates)
 
     def reported_namespaces(self) -> list[str]:
         """The namespaces of every reported bundle, in first-seen order (brokers in map order,
