@@ -252,31 +252,34 @@ class BundleColumns:
     def segment_sums(values: np.ndarray, sizes: list[int]) -> list[list[float]]:
         """`sums` of consecutive segments of `values` (one per broker) in a few numpy calls.
 
-        The segments are laid out as rows of a zero-padded grid and accumulated along the rows:
-        padding only adds +0.0 after a segment's last value, which changes nothing the final
-        `+ 0.0` does not (see `sums`). A very uneven layout would make the grid huge: then the
-        segments are summed one by one."""
-        count, total = len(sizes), len(values)
+        Position by position: every segment longer than p adds its p-th row to its running sums,
+        which start at +0.0, so each sum is the loop's `0.0 + x0 + x1 + ...` in the same order (and
+        never -0.0). Segments are visited longest first, so the ones still adding at step p are a
+        prefix: `longest` steps over at most `len(sizes)` rows each, whatever the spread (a leader of
+        1,000 brokers does this after each of their reports, while one of them holds hundreds of
+        bundles in a restart)."""
+        count = len(sizes)
         if count == 0:
             return []
-        longest = max(sizes)
-        if longest == 0:
-            return [[0.0] * 8 for _ in range(count)]
-        if count * longest > 4 * total + 4096:
-            out, start = [], 0
-            for size in sizes:
-                out.append(BundleColumns.sums(values[start:start + size]))
-                start += size
-            return out
         lengths = np.array(sizes, dtype=np.int64)
+        longest = int(lengths.max())
+        acc = np.zeros((count, values.shape[1] if values.ndim == 2 else 8), dtype=np.float64)
+        if longest == 0:
+            return acc.tolist()  # type: ignore[no-any-return]
         starts = np.zeros(count, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        owner = np.repeat(np.arange(count), lengths)
-        position = np.arange(total) - np.repeat(starts, lengths)
-        grid = np.zeros((count, longest, 8), dtype=np.float64)
-        grid[owner, position] = values
+        order = np.argsort(-lengths, kind="stable")
+        sorted_lengths = lengths[order]
+        sorted_starts = starts[order]
+        # active[p]: how many segments are longer than p (a prefix of the longest-first order)
+        active = np.searchsorted(-sorted_lengths, -np.arange(longest), side="left")
+        part = np.zeros_like(acc)
         with np.errstate(over="ignore", invalid="ignore"):
-            rows: list[list[float]] = (grid.cumsum(axis=1)[:, -1] + 0.0).tolist()
+            for p in range(longest):
+                k = int(active[p])
+                part[:k] += values[sorted_starts[:k] + p]
+        acc[order] = part
+        rows: list[list[float]] = acc.tolist()
         return rows
 
     # ------------------------------------------------------------------ objects

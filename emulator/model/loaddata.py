@@ -570,6 +570,10 @@ class BrokerData(msgspec.Struct, rename="camel", dict=True):
 
     def clear_preallocations(self) -> None:
         held = self.preallocated_bundle_data
+        if not held:   # the leader clears every broker's after each report: most hold none
+            sums = self.__dict__.get("_preallocated_sums")
+            if sums is not None and sums.held is held and sums.count == 0:
+                return
         held.clear()
         self.__dict__["_preallocated_sums"] = _PreallocatedSums(held, 0, 0.0, 0)
 

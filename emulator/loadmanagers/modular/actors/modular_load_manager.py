@@ -200,7 +200,8 @@ class ModularLoadManager:
     def _preallocated_data_changed(self) -> None:
         """Held bundle windows changed: the brokers add their preallocation sums up again."""
         for data in self.load_data.broker_data.values():
-            data.preallocated_data_changed()
+            if data.preallocated_bundle_data:   # the sums over none stay 0 whatever changed
+                data.preallocated_data_changed()
 
     # ----------------------------------------------------------------------------- update cycle
 
@@ -303,12 +304,12 @@ class ModularLoadManager:
 
     def _reload_ranges(self, broker: str, stats_map: Mapping[str, Any], prealloc: Mapping[str, Any]) -> None:
         """bundleRangeCache.reloadBroker, skipped when it would rebuild the same map."""
-        key = (stats_map, tuple(prealloc))
         last = self._range_reloads.get(broker)
-        if last is not None and last[0] is stats_map and last[1] == key[1]:
+        if last is not None and last[0] is stats_map and (not prealloc and not last[1]
+                                                          or last[1] == tuple(prealloc)):
             return
         self.bundle_range_cache.reload_broker(broker, [*stats_map, *prealloc])
-        self._range_reloads[broker] = key
+        self._range_reloads[broker] = (stats_map, tuple(prealloc))
 
     def reap_dead_broker_preallocations(self, alive: Iterable[str]) -> list[str]:
         """Forget preallocations to brokers that lost their lock, so their bundles can go elsewhere.
