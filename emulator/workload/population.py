@@ -15,6 +15,7 @@ stop counting a consumer that was down at that moment as unavailable.
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import TYPE_CHECKING
 
@@ -75,14 +76,16 @@ class Population:
         (all at once when `spread` is 0)."""
         if not self._order:
             return
-        total = self._order[-1][0] + 1
+        order = self._order
+        total = order[-1][0] + 1
         batches = max(1, min(total, math.ceil(spread)))
         start = self.cluster.system.clock.now()
-        for b in range(batches):
+        seqs = [e[0] for e in order]   # non-decreasing: each batch is a slice (a scan per batch was
+        for b in range(batches):       # 300 passes over a million entries in pulsar-large)
             lo, hi = b * total // batches, (b + 1) * total // batches
             if b:
                 await anyio.sleep(max(0.0, start + b * spread / batches - self.cluster.system.clock.now()))
-            self._create([e for e in self._order if lo <= e[0] < hi])
+            self._create(order[bisect.bisect_left(seqs, lo):bisect.bisect_left(seqs, hi)])
 
     def _create(self, entries: list[tuple[int, int, str, int, int]]) -> None:
         per_client: dict[tuple[int, int, int], _Entry] = {}
