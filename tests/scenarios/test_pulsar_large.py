@@ -92,7 +92,9 @@ def test_pulsar_large__at_one_hundredth_meets_its_expectations_for_the_full_hour
 def test_pulsar_large__full_size_exits_0_within_10_kib_per_topic(tmp_path):
     """1,000 brokers, 1,000,000 topics, one emulated hour, in a child process (its own rusage)."""
     summary = tmp_path / "summary.json"
-    proc = subprocess.Popen([sys.executable, "-m", "emulator", "run", "pulsar-large", "--quiet",
+    # --no-memory-check: the preflight's linear estimate says ~14 GiB (its broker x bundle term), more than
+    # the ~6 GiB the 1/10 run's 5.9 KiB per topic extrapolates to; this test measures instead
+    proc = subprocess.Popen([sys.executable, "-m", "emulator", "run", "pulsar-large", "--quiet", "--no-memory-check",
                              "--summary-json", str(summary)], cwd=ROOT, stdout=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     _, status, usage = os.wait4(proc.pid, 0)
