@@ -1,7 +1,8 @@
 """Every built-in scenario states what it demonstrates as [[expect]] tables, and a full run (seed 1, the
 invariant checker on) meets them. The small scenarios run in the default suite (a few seconds each); the
 large ones (`default`, `pulsar3-*`: tens of thousands of topics) are marked slow, and the full-size
-`pulsar3-restart` (about 30 min of wall time) and `pulsar-large` (a million topics) `huge`: run by hand, `python -m pytest -m huge`."""
+`pulsar3-restart` (about 30 min of wall time) and `pulsar-large` (a million topics) `huge`: run by hand,
+`python -m pytest -m huge`."""
 
 from __future__ import annotations
 
