@@ -52,12 +52,14 @@ class Case(msgspec.Struct, frozen=True, kw_only=True):
     """One recorded run."""
 
     name: str                               # its folder under tests/recorded/
-    scenario: str                           # a built-in scenario
+    scenario: str                           # a built-in scenario (with `text`: the name its text gives)
     duration: float                         # emulated seconds
     shows: str                              # what the window holds, for a reader of the recording
     seed: int | None = None                 # None: the scenario's own
     overrides: dict[str, str] = {}          # --set / --load-manager, by Pulsar's key names
     slow: bool = False                      # in CI's second pass (`-m slow`), not the default run
+    huge: bool = False                      # by hand only (`-m huge`): its folder may not be recorded yet
+    text: str | None = None                 # the scenario's TOML when it is not a built-in file (generated)
     counted: tuple[str, ...] = ()           # decision kinds counted in decisions-counted.txt, not kept whole
 
     def files(self) -> tuple[str, ...]:
@@ -78,7 +80,13 @@ def render(case: Case, workdir: Path) -> dict[str, str]:
     from emulator.runtime import VirtualClock
 
     configure_logging(VirtualClock(), level="warning", stream=sys.stderr)   # as `run` by default
-    opts = RunOptions(scenario=case.scenario, seed=case.seed, duration=case.duration,
+    scenario = case.scenario
+    if case.text is not None:               # a generated scenario: run from a file beside the recording
+        source = workdir / "scenario" / f"{case.name}.toml"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(case.text, encoding="utf-8")
+        scenario = str(source)
+    opts = RunOptions(scenario=scenario, seed=case.seed, duration=case.duration,
                       overrides=dict(case.overrides), record_dir=str(workdir), record_compress=False,
                       record_decisions="decisions", check_invariants=True)
     result = run(opts, out=io.StringIO(), err=io.StringIO())
@@ -91,6 +99,8 @@ def render(case: Case, workdir: Path) -> dict[str, str]:
     assert info.get("complete") is True, f"{case.name}: the recording is not complete"
     for key in STRIPPED:
         info.pop(key, None)
+    if case.text is not None:               # the generated file's path is this run's temporary folder
+        info["scenario_file"] = f"<generated>/{case.name}.toml"
     run_json = json.dumps(info, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
     events = "".join(line for line in _lines(folder / "events.jsonl")

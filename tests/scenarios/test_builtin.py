@@ -57,10 +57,11 @@ def decisions(run: Any, name: str) -> list[dict]:
 
 
 def test_every_builtin_scenario_has_a_test_here():
-    from tests.scenarios import test_pulsar3   # the pulsar3-* scenarios have their own module
+    from tests.scenarios import test_pulsar3, test_pulsar_large   # the pulsar3-* / pulsar-large modules
 
     tested = {name.removeprefix("test_").split("__")[0].replace("_", "-")
-              for name in [*globals(), *vars(test_pulsar3)] if name.startswith("test_") and "__" in name}
+              for name in [*globals(), *vars(test_pulsar3), *vars(test_pulsar_large)]
+              if name.startswith("test_") and "__" in name}
     assert set(library.names()) <= tested, set(library.names()) - tested
 
 

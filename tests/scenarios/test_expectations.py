@@ -1,7 +1,8 @@
 """Every built-in scenario states what it demonstrates as [[expect]] tables, and a full run (seed 1, the
 invariant checker on) meets them. The small scenarios run in the default suite (a few seconds each); the
 large ones (`default`, `pulsar3-*`: tens of thousands of topics) are marked slow, and the full-size
-`pulsar3-restart` (about 30 min of wall time) `huge`: run by hand, `python -m pytest -m huge`."""
+`pulsar3-restart` (about 30 min of wall time) and `pulsar-large` (a million topics) `huge`: run by hand,
+`python -m pytest -m huge`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from emulator.runner import RunOptions, run
 from emulator.workload import library
 
 SLOW = {"default", "pulsar3-rolling-restart", "pulsar3-scale-down", "pulsar3-scale-up", "pulsar3-split"}
-HUGE = {"pulsar3-restart"}   # 100 brokers, 100,000 producers: ~30 min wall; `pytest -m huge`
+HUGE = {"pulsar3-restart",    # 100 brokers, 100,000 producers: ~30 min wall; `pytest -m huge`
+        "pulsar-large"}       # 1,000 brokers, 1,000,000 topics (its 1/100 runs in test_pulsar_large.py)
 FAST = sorted(set(library.names()) - SLOW - HUGE)
 
 
