@@ -199,7 +199,8 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         await self.md.open_session(session_events=True)
         self.network.listen(self.broker_id, self)
         await self.md.watch(paths.LEADER)
-        await self.md.watch(paths.BROKERS)
+        # registrations come and go (Created, Deleted); the reports written there are the leader's
+        await self.md.watch(paths.BROKERS, kinds=("Created", "Deleted"))
         # /admin/local-policies, /admin/clusters/<cluster> and /admin/configuration
         await self.policy_cache.watch()
         self.election_started = True

@@ -3,12 +3,23 @@ checks each field as it handles the message (one clear error naming the argument
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 __all__ = ["check_data", "check_session_id", "check_version", "require_session_id", "under_any"]
 
 
-def under_any(path: str, prefixes: dict[str, None]) -> bool:
+def under_any(path: str, prefixes: Mapping[str, object]) -> bool:
     for prefix in prefixes:
         if prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/":
+            return True
+    return False
+
+
+def wanted(path: str, kind: str, prefixes: Mapping[str, frozenset[str] | None]) -> bool:
+    """`path` is at or under one of `prefixes` whose kinds (None: all) include `kind`."""
+    for prefix, kinds in prefixes.items():
+        if (prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/") \
+                and (kinds is None or kind in kinds):
             return True
     return False
 

@@ -204,10 +204,10 @@ class MetadataClient:
         await self._ask(Delete(path, expected_version, self.session_id))
         self._locks.pop(path, None)
 
-    async def watch(self, prefix: str) -> list[str]:
-        """Notifications for changes at or under `prefix` arrive in the owner's mailbox; returns the
-        prefix node's children at the moment the watch was set."""
-        return await self._ask(Watch(prefix, self.owner.name))
+    async def watch(self, prefix: str, kinds: tuple[str, ...] = ()) -> list[str]:
+        """Notifications for changes at or under `prefix` arrive in the owner's mailbox (only those
+        of `kinds`, if given); returns the prefix node's children at the moment the watch was set."""
+        return await self._ask(Watch(prefix, self.owner.name, kinds))
 
     # -- resource locks (Pulsar's ResourceLockImpl) -----------------------------------------
 

@@ -70,7 +70,7 @@ from emulator.cluster.metadata_checks import (
     check_session_id,
     check_version,
     require_session_id,
-    under_any,
+    wanted,
 )
 from emulator.cluster.metadata_tree import MetadataTree, parent_path, validate_path
 from emulator.runtime import Actor, ActorDead, ActorSystem, Reply
@@ -152,7 +152,8 @@ class MetadataStore(Actor):
         self._beats: dict[int, list[float]] = {}
         self._reaper_running = False
         self._session_listeners: dict[int, str] = {}  # session -> owner told of SessionLost
-        self._watches: dict[str, dict[str, None]] = {}  # subscriber -> prefixes, insertion order
+        # subscriber -> its prefixes (insertion order) -> the notification kinds it wants (None: all)
+        self._watches: dict[str, dict[str, frozenset[str] | None]] = {}
         self._watch_roots: dict[str, int] = {}   # top-level node name -> prefixes under it ("" for "/")
         self._outbox: deque[_Outgoing] = deque()
         self._outbox_last_due = 0.0
@@ -378,11 +379,14 @@ class MetadataStore(Actor):
             raise ValueError(
                 f"Watch(subscriber={msg.subscriber!r}): no running actor has this name"
             )
+        kinds = frozenset(msg.kinds) if msg.kinds else None
         prefixes = self._watches.setdefault(msg.subscriber, {})
         if prefix not in prefixes:
-            prefixes[prefix] = None
+            prefixes[prefix] = kinds
             root = _root(prefix)
             self._watch_roots[root] = self._watch_roots.get(root, 0) + 1
+        elif prefixes[prefix] is not None:   # the same prefix watched again: the union of the kinds
+            prefixes[prefix] = None if kinds is None else prefixes[prefix] | kinds  # type: ignore[operator]
         # as ZooKeeper's getChildren(path, watch): the watch is set and the children come back
         return self.tree.children(prefix), []
 
@@ -567,7 +571,7 @@ class MetadataStore(Actor):
                 continue
             try:
                 for note in notes:
-                    if under_any(note.path, prefixes):
+                    if wanted(note.path, note.type, prefixes):
                         target.tell(note)
                         self.stats["notifications"] += 1
             except ActorDead:

@@ -228,6 +228,33 @@ async def test_watchers_get_every_change_under_their_prefix_in_order() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_watch_with_kinds_gets_only_those_and_a_second_watch_widens_it() -> None:
+    """A broker watches /loadbalance/brokers for registrations only: the reports written there are
+    not sent to it; watching the same prefix again adds kinds (no kinds: every kind)."""
+    async with running() as (system, store):
+        registry = system.spawn(Probe("registry-watcher", system))
+        await store.ask(Watch("/loadbalance/brokers", registry.name, ("Created", "Deleted")))
+        await store.ask(Create("/loadbalance/brokers/b1", b"r"))
+        await store.ask(Set("/loadbalance/brokers/b1", b"r2"))
+        await store.ask(Delete("/loadbalance/brokers/b1"))
+        await settle()
+        assert registry.notes() == [("Created", "/loadbalance/brokers"),
+                                     ("Created", "/loadbalance/brokers/b1"),
+                                     ("Deleted", "/loadbalance/brokers/b1")]
+        await store.ask(Watch("/loadbalance/brokers", registry.name, ("Modified",)))
+        await store.ask(Create("/loadbalance/brokers/b2", b"r"))
+        await store.ask(Set("/loadbalance/brokers/b2", b"r2"))
+        await settle()
+        assert registry.notes()[3:] == [("Created", "/loadbalance/brokers/b2"),
+                                        ("Modified", "/loadbalance/brokers/b2")]
+        await store.ask(Watch("/loadbalance/brokers", registry.name))
+        await store.ask(Delete("/loadbalance/brokers/b2"))
+        await settle()
+        assert registry.notes()[5:] == [("Deleted", "/loadbalance/brokers/b2"),
+                                        ("ChildrenChanged", "/loadbalance/brokers")]
+
+
+@pytest.mark.asyncio
 async def test_a_dead_watcher_is_dropped_silently() -> None:
     async with running() as (system, store):
         doomed = system.spawn(Probe("doomed", system))
