@@ -22,6 +22,7 @@ BUNDLES_PER_NAMESPACE = 4
 NAMESPACES_PER_TENANT = 100
 RESTART_AT = 20 * 60.0          # s
 RESTART_SPAN = 1500.0           # s: the restarts' stops spread over 25 minutes at every scale
+CONNECT_OVER = 300.0            # s at full size: the clients connect one namespace every 0.3 s at every scale
 
 HEADER = """\
 # Pulsar's largest clusters in one process (issue 31): {brokers:,} brokers, {namespaces:,} namespaces, \
@@ -51,7 +52,11 @@ HEADER = """\
 #   transient (the Extensible load manager's split strategy reads the same four settings: no split either);
 # * diurnal traffic, +-30 %: a day squeezed into the hour (as `default` squeezes one into 2 h), low at
 #   15 min, peak at 45 min (during the restarts); the topics' peaks within +-10 min of each other;
-# * one client per broker, connecting over the first 5 minutes;
+# * one client per broker; the clients connect the namespaces one after the other, one every 0.3 s
+#   (3,333 topics a second), over the first 5 minutes at full size and proportionally less when scaled
+#   down, so that every scale sees the same burst per namespace: its 1,000 topics' first lookups reach
+#   the brokers before the leader has assigned its bundles (a lookup storm of its own, as in Pulsar),
+#   and a fixed 5 minutes would make that storm 100 times as dense at full size as at 1/100;
 # * a rolling restart of 10 % of the brokers (every 10th: broker-10, broker-20, ...), graceful, one at a
 #   time, started at 20 min, one stopped every {every} (whatever the drains before it), so the stops
 #   span 25 minutes at every scale;
@@ -130,7 +135,7 @@ def render(scale: float = 1.0, *, seed: int = 1) -> str:
         description=(f"{brokers:,} brokers, {topics:,} topics in {namespaces:,} namespaces, diurnal, "
                      f"10 % of the brokers restarted over 25 min, 1 h"
                      + ("" if scale == 1.0 else f" (scale {scale:g})")),
-        seed=seed, brokers=brokers))
+        seed=seed, brokers=brokers, connect_over=_duration(CONNECT_OVER * namespaces / 1000)))
     out.append(EXPECTS)
     return "\n".join(out)
 
@@ -212,7 +217,7 @@ phase_jitter = "10m"
 
 [clients]
 count = {brokers}
-connect_over = "5m"
+connect_over = "{connect_over}"
 """
 
 
