@@ -265,7 +265,7 @@ class BundleColumns:
         longest = int(lengths.max())
         acc = np.zeros((count, values.shape[1] if values.ndim == 2 else 8), dtype=np.float64)
         if longest == 0:
-            return acc.tolist()  # type: ignore[no-any-return]
+            return acc.tolist()
         starts = np.zeros(count, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         order = np.argsort(-lengths, kind="stable")

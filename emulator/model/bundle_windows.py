@@ -272,13 +272,10 @@ class ColumnWindows:
     def prepare_split_check(self, brokers: Mapping[str, BrokerData], max_rate: float,
                             max_bandwidth: float) -> bool:
         columns = self.columns
-        reports = self._reports
-        picked = []
-        for broker, data in brokers.items():
-            report = reports.get(broker)
-            if report is None or report.stats is not data.local_data.last_stats:
-                return self.current()  # reports newer than the columns: make everything current
-            picked.append(report.rows[report.topics >= 2])
+        walk = self._current_reports(brokers)
+        if walk is None:
+            return self.current()  # reports newer than the columns: make everything current
+        picked = [report.rows[report.topics >= 2] for _, report in walk]
         if not picked:
             return False
         rows = np.concatenate(picked)
@@ -306,13 +303,7 @@ class ColumnWindows:
         does); a row whose object is not in `bundle_data` is left to the exact check. None when the
         columns do not follow the reports (detection then walks them all)."""
         columns = self.columns
-        reports = self._reports
-        walk = []
-        for broker, data in brokers.items():
-            report = reports.get(broker)
-            if report is None or report.stats is not data.local_data.last_stats:
-                return None
-            walk.append((broker, report))
+        walk = self._current_reports(brokers)
         if not walk or columns.present_count != len(self.data):
             return None
         rows = np.concatenate([report.rows for _, report in walk])
@@ -331,3 +322,14 @@ class ColumnWindows:
         owners = np.repeat(np.arange(len(walk)), [report.size for _, report in walk])[picked]
         names = columns.names
         return [(walk[b][0], names[r]) for b, r in zip(owners.tolist(), rows[picked].tolist())]
+
+    def _current_reports(self, brokers: Mapping[str, BrokerData]) -> list[tuple[str, ReportColumns]] | None:
+        """(broker, its report's columns) in map order, or None if a report is newer than its columns."""
+        reports = self._reports
+        walk = []
+        for broker, data in brokers.items():
+            report = reports.get(broker)
+            if report is None or report.stats is not data.local_data.last_stats:
+                return None
+            walk.append((broker, report))
+        return walk
