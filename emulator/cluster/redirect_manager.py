@@ -52,31 +52,53 @@ _DECODER = msgspec.json.Decoder(ServiceLookupData)
 class RedirectView:
     """One broker's view of the registrations and the decision of `findRedirectLookupResultAsync`.
 
-    The newest class and its brokers are computed once per change of the view, and only when a
-    lookup asks (`target`): every broker's view changes on every registration, 1,000 x 1,000 times
-    as a large cluster starts, while lookups ask far less often."""
+    The newest class is found when a lookup asks after a change, not on each of the N x N
+    registration notifications of a large cluster's start or rolling restart. While every
+    registration names one class (any cluster not migrating), that is the newest one, from two
+    counters kept as registrations come and go; the full walk in name order runs only while two
+    classes are registered, and the redirect candidates only when a lookup is redirected."""
 
-    __slots__ = ("_data", "_newest_class", "_candidates", "_stale")
+    __slots__ = ("_data", "_newest_class", "_candidates", "_stale", "_classes", "_dated")
 
     def __init__(self) -> None:
         self._data: dict[str, ServiceLookupData] = {}
         self._newest_class: str | None = None
-        self._candidates: tuple[str, ...] = ()
+        self._candidates: tuple[str, ...] | None = None
         self._stale = False
+        self._classes: dict[str, int] = {}   # registrations per (non-empty) class name
+        self._dated = 0   # registrations with a class and start_timestamp >= 0 (the walk's `0 <= ts`)
+
+    def _count(self, data: ServiceLookupData, step: int) -> None:
+        name = data.load_manager_class_name
+        if not name:
+            return
+        left = self._classes.get(name, 0) + step
+        if left:
+            self._classes[name] = left
+        else:
+            del self._classes[name]
+        if data.start_timestamp >= 0:
+            self._dated += step
 
     def update(self, brokers: frozenset[str], read: dict[str, bytes]) -> None:
         """A children listing `brokers` and the registrations `read` since (new or re-created ones):
         the view follows them."""
-        gone = self._data.keys() - brokers
+        data = self._data
+        gone = data.keys() - brokers
         if gone:
             for broker in gone:
-                del self._data[broker]
+                self._count(data.pop(broker), -1)
             self._stale = True
         for broker, value in read.items():
             try:
-                self._data[broker] = _DECODER.decode(value)
+                decoded = _DECODER.decode(value)
             except msgspec.DecodeError:
                 continue
+            old = data.get(broker)
+            if old is not None:
+                self._count(old, -1)
+            data[broker] = decoded
+            self._count(decoded, 1)
             self._stale = True
 
     def put(self, broker: str, value: bytes) -> None:
@@ -101,16 +123,19 @@ class RedirectView:
 
     def _recompute(self) -> None:
         self._stale = False
+        self._candidates = None
+        if len(self._classes) <= 1:
+            # one class (or none): the walk's newest is a registration of it, if one has `0 <= ts`
+            self._newest_class = next(iter(self._classes)) if self._classes and self._dated else None
+            return
         newest: ServiceLookupData | None = None
         last = 0
-        names = sorted(self._data)
-        for broker in names:
+        for broker in sorted(self._data):
             data = self._data[broker]
             if data.load_manager_class_name and last <= data.start_timestamp:
                 last = data.start_timestamp
                 newest = data
         self._newest_class = newest.load_manager_class_name if newest is not None else None
-        self._candidates = tuple(b for b in names if self._data[b].load_manager_class_name == self._newest_class)
 
     def target(self, configured_class: str, rng: random.Random) -> str | None:
         """The broker to redirect a lookup to, or None: no registration yet (Pulsar fails the lookup
@@ -119,4 +144,7 @@ class RedirectView:
         if newest is None or newest == configured_class:
             return None
         candidates = self._candidates
+        if candidates is None:
+            candidates = self._candidates = tuple(
+                b for b in sorted(self._data) if self._data[b].load_manager_class_name == newest)
         return candidates[int(rng.random() * len(candidates))]
