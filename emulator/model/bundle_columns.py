@@ -52,7 +52,7 @@ _DEFAULT_LONG_SUMS = (_RATE + _RATE, _THROUGHPUT + _THROUGHPUT)
 class ReportColumns:
     """One broker report's `last_stats` as arrays: the bundles' rows and their samples, in map order."""
 
-    __slots__ = ("stats", "size", "rows", "samples", "topics", "_sessions")
+    __slots__ = ("stats", "size", "rows", "samples", "topics", "_sessions", "_splittable")
 
     def __init__(self, stats: Mapping[str, NamespaceBundleStats], rows: np.ndarray,
                  samples: np.ndarray, topics: np.ndarray) -> None:
@@ -64,6 +64,14 @@ class ReportColumns:
         """(k, 4) float64: msg rate in, out, throughput in, out (the column order of a window)."""
         self.topics = topics
         self._sessions: np.ndarray | None = None
+        self._splittable: np.ndarray | None = None
+
+    @property
+    def splittable_rows(self) -> np.ndarray:
+        """The rows of the bundles reported with >= 2 topics (the only ones detection may split)."""
+        if self._splittable is None:
+            self._splittable = self.rows[self.topics >= 2]
+        return self._splittable
 
     @property
     def sessions(self) -> np.ndarray:

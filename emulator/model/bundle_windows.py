@@ -275,7 +275,7 @@ class ColumnWindows:
         walk = self._current_reports(brokers)
         if walk is None:
             return self.current()  # reports newer than the columns: make everything current
-        picked = [report.rows[report.topics >= 2] for _, report in walk]
+        picked = [report.splittable_rows for _, report in walk]
         if not picked:
             return False
         rows = np.concatenate(picked)

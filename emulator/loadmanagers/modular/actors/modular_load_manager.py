@@ -173,6 +173,7 @@ class ModularLoadManager:
         # pair reloads the same map (the manager is the cache's only writer; `add` clears the entry)
         self._range_reloads: dict[str, tuple[Any, tuple[str, ...]]] = {}
         self._report_namespaces: dict[str, tuple[Any, list[str]]] = {}
+        self._namespace_union: list[str] | None = None   # the last answer of reported_namespaces
         self.preallocated_bundle_to_broker: dict[str, str] = {}
         self.bundle_range_cache = BundleRangeCache()
         self.known_brokers: list[str] = []
@@ -469,16 +470,24 @@ class ModularLoadManager:
         bundles in report order), each report's list made once."""
         cache = self._report_namespaces
         fresh: dict[str, tuple[Any, list[str]]] = {}
-        seen: dict[str, None] = {}
+        same = True   # every report lists the namespaces it listed last time: the union is the last one
         for broker, data in self.load_data.broker_data.items():
             stats_map = data.local_data.last_stats
             entry = cache.get(broker)
             if entry is None or entry[0] is not stats_map:
-                entry = (stats_map, list(dict.fromkeys(namespace_of(b) for b in stats_map)))
+                names = list(dict.fromkeys(namespace_of(b) for b in stats_map))
+                if entry is None or entry[1] != names:
+                    same = False
+                entry = (stats_map, names)
             fresh[broker] = entry
-            for ns in entry[1]:
-                seen[ns] = None
         self._report_namespaces = fresh
+        if same and self._namespace_union is not None and list(fresh) == list(cache):
+            return list(self._namespace_union)
+        seen: dict[str, None] = {}
+        for _, names in fresh.values():
+            for ns in names:
+                seen[ns] = None
+        self._namespace_union = list(seen)
         return list(seen)
 
     def remove_bundle_data(self, bundle: str) -> None:
