@@ -5,23 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["check_data", "check_session_id", "check_version", "require_session_id", "under_any"]
+__all__ = ["check_data", "check_session_id", "check_version", "require_session_id", "under_any", "wanted"]
+
+
+def _under(path: str, prefix: str) -> bool:
+    return prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/"
 
 
 def under_any(path: str, prefixes: Mapping[str, object]) -> bool:
-    for prefix in prefixes:
-        if prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/":
-            return True
-    return False
+    return any(_under(path, prefix) for prefix in prefixes)
 
 
 def wanted(path: str, kind: str, prefixes: Mapping[str, frozenset[str] | None]) -> bool:
     """`path` is at or under one of `prefixes` whose kinds (None: all) include `kind`."""
-    for prefix, kinds in prefixes.items():
-        if (prefix == "/" or path == prefix or path.startswith(prefix) and path[len(prefix)] == "/") \
-                and (kinds is None or kind in kinds):
-            return True
-    return False
+    return any(_under(path, prefix) and (kinds is None or kind in kinds) for prefix, kinds in prefixes.items())
 
 
 def check_data(data: object) -> bytes:

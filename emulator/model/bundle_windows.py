@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from operator import is_
 from typing import Literal, Protocol
 
 import numpy as np
@@ -163,6 +164,7 @@ class ColumnWindows:
         self.persisted = persisted
         self.columns = BundleColumns()
         self._reports: dict[str, ReportColumns] = {}
+        self._layout: _Layout | None = None
 
     # ------------------------------------------------------------------ update
 
@@ -176,10 +178,11 @@ class ColumnWindows:
         if columns.present_count != len(bundle_data):  # changed behind our back: follow the dict
             columns.rebuild(bundle_data)
             self._reports = {}
+            self._layout = None
         walk = self._report_walk(brokers)
         names = columns.names
-        all_rows = (np.concatenate([report.rows for _, _, report in walk]) if walk
-                    else np.zeros(0, dtype=np.int64))
+        layout = self._layout = _Layout([(broker, report) for broker, _, report in walk], None)
+        all_rows = layout.rows
         any_new = not columns.present[all_rows].all()
         for broker, data, report in walk:
             if any_new and report.rows.size:
@@ -272,13 +275,12 @@ class ColumnWindows:
     def prepare_split_check(self, brokers: Mapping[str, BrokerData], max_rate: float,
                             max_bandwidth: float) -> bool:
         columns = self.columns
-        walk = self._current_reports(brokers)
-        if walk is None:
+        layout = self._current_layout(brokers)
+        if layout is None:
             return self.current()  # reports newer than the columns: make everything current
-        picked = [report.splittable_rows for _, report in walk]
-        if not picked:
+        if not layout.walk:
             return False
-        rows = np.concatenate(picked)
+        rows = layout.splittable()
         rows = rows[columns.dirty[rows]]
         if rows.size == 0:
             return False
@@ -303,28 +305,32 @@ class ColumnWindows:
         does); a row whose object is not in `bundle_data` is left to the exact check. None when the
         columns do not follow the reports (detection then walks them all)."""
         columns = self.columns
-        walk = self._current_reports(brokers)
-        if not walk or columns.present_count != len(self.data):
+        layout = self._current_layout(brokers)
+        if layout is None or not layout.walk or columns.present_count != len(self.data):
             return None
-        rows = np.concatenate([report.rows for _, report in walk])
-        topics = np.concatenate([report.topics for _, report in walk])
-        sessions = np.concatenate([report.sessions for _, report in walk])
+        walk, rows, topics = layout.walk, layout.rows, layout.topics()
         present = columns.present[rows]
         shown = columns.long_sums[rows]
         with np.errstate(over="ignore", invalid="ignore"):
             maybe = (topics > max_topics) | (present & ((shown[:, 0] > max_rate) | (shown[:, 1] > max_bandwidth)))
             if max_sessions > 0:
-                maybe |= sessions > max_sessions
+                maybe |= layout.sessions() > max_sessions
         maybe &= topics >= 2
         picked = np.flatnonzero(maybe)
         if picked.size == 0:
             return []
-        owners = np.repeat(np.arange(len(walk)), [report.size for _, report in walk])[picked]
+        owners = layout.owners()[picked]
         names = columns.names
         return [(walk[b][0], names[r]) for b, r in zip(owners.tolist(), rows[picked].tolist())]
 
-    def _current_reports(self, brokers: Mapping[str, BrokerData]) -> list[tuple[str, ReportColumns]] | None:
-        """(broker, its report's columns) in map order, or None if a report is newer than its columns."""
+    def _current_layout(self, brokers: Mapping[str, BrokerData]) -> _Layout | None:
+        """Every report's columns laid end to end in map order (made by the last `update` and kept while
+        the same brokers hold the same reports), or None if a report is newer than its columns."""
+        stats = [data.local_data.last_stats for data in brokers.values()]
+        layout = self._layout
+        if layout is not None and len(layout.stats) == len(stats) and all(map(is_, stats, layout.stats)) \
+                and layout.brokers == list(brokers):
+            return layout
         reports = self._reports
         walk = []
         for broker, data in brokers.items():
@@ -332,4 +338,44 @@ class ColumnWindows:
             if report is None or report.stats is not data.local_data.last_stats:
                 return None
             walk.append((broker, report))
-        return walk
+        layout = self._layout = _Layout(walk, None)
+        return layout
+
+
+class _Layout:
+    """The reports of one update end to end: their rows (the update's own array) and, made when a
+    split check first asks, their topics, sessions, splittable rows and owners' positions."""
+
+    __slots__ = ("walk", "brokers", "stats", "rows", "_topics", "_sessions", "_splittable", "_owners")
+
+    def __init__(self, walk: list[tuple[str, ReportColumns]], rows: np.ndarray | None) -> None:
+        self.walk = walk
+        self.brokers = [broker for broker, _ in walk]
+        self.stats = [report.stats for _, report in walk]
+        self.rows = rows if rows is not None else (
+            np.concatenate([report.rows for _, report in walk]) if walk else np.zeros(0, dtype=np.int64))
+        self._topics: np.ndarray | None = None
+        self._sessions: np.ndarray | None = None
+        self._splittable: np.ndarray | None = None
+        self._owners: np.ndarray | None = None
+
+    def topics(self) -> np.ndarray:
+        if self._topics is None:
+            self._topics = np.concatenate([report.topics for _, report in self.walk])
+        return self._topics
+
+    def sessions(self) -> np.ndarray:
+        if self._sessions is None:
+            self._sessions = np.concatenate([report.sessions for _, report in self.walk])
+        return self._sessions
+
+    def splittable(self) -> np.ndarray:
+        if self._splittable is None:
+            self._splittable = np.concatenate([report.splittable_rows for _, report in self.walk])
+        return self._splittable
+
+    def owners(self) -> np.ndarray:
+        """Each row's broker, as its position in `walk`."""
+        if self._owners is None:
+            self._owners = np.repeat(np.arange(len(self.walk)), [report.size for _, report in self.walk])
+        return self._owners
