@@ -155,6 +155,13 @@ class MetadataStore(Actor):
         # subscriber -> its prefixes (insertion order) -> the notification kinds it wants (None: all)
         self._watches: dict[str, dict[str, frozenset[str] | None]] = {}
         self._watch_roots: dict[str, int] = {}   # top-level node name -> prefixes under it ("" for "/")
+        # prefix -> its subscribers, and each subscriber's place in `_watches` and the actor that
+        # watched: a change visits the subscribers of its path's ancestors, not all of them (1,000
+        # brokers watch the store; a change told to a few was a step per broker)
+        self._by_prefix: dict[str, dict[str, None]] = {}
+        self._watch_seq: dict[str, int] = {}
+        self._watcher: dict[str, Actor] = {}
+        self._next_watch_seq = 0
         self._outbox: deque[_Outgoing] = deque()
         self._outbox_last_due = 0.0
         self._pump_running = False
@@ -380,9 +387,17 @@ class MetadataStore(Actor):
                 f"Watch(subscriber={msg.subscriber!r}): no running actor has this name"
             )
         kinds = frozenset(msg.kinds) if msg.kinds else None
+        actor = self.system.get(msg.subscriber)
+        if msg.subscriber in self._watches and self._watcher[msg.subscriber] is not actor:
+            self._drop_watcher(msg.subscriber)   # an earlier actor of that name, gone: its watches too
+        if msg.subscriber not in self._watches:
+            self._watch_seq[msg.subscriber] = self._next_watch_seq
+            self._next_watch_seq += 1
+            self._watcher[msg.subscriber] = actor  # type: ignore[assignment]
         prefixes = self._watches.setdefault(msg.subscriber, {})
         if prefix not in prefixes:
             prefixes[prefix] = kinds
+            self._by_prefix.setdefault(prefix, {})[msg.subscriber] = None
             root = _root(prefix)
             self._watch_roots[root] = self._watch_roots.get(root, 0) + 1
         elif prefixes[prefix] is not None:   # the same prefix watched again: the union of the kinds
@@ -563,8 +578,19 @@ class MetadataStore(Actor):
             notes = [n for n in notes if _root(n.path) in roots]
             if not notes:
                 return
+        by_prefix = self._by_prefix
+        visit: dict[str, None] = {}
+        for note in notes:
+            for ancestor in _ancestors(note.path):
+                subscribers = by_prefix.get(ancestor)
+                if subscribers:
+                    visit.update(subscribers)
+        if not visit:
+            return
+        watches = self._watches
         gone: list[str] = []
-        for subscriber, prefixes in self._watches.items():
+        for subscriber in sorted(visit, key=self._watch_seq.__getitem__):   # the order they watched in
+            prefixes = watches[subscriber]
             target = self.system.get(subscriber)
             if target is None:
                 gone.append(subscriber)
@@ -577,8 +603,17 @@ class MetadataStore(Actor):
             except ActorDead:
                 gone.append(subscriber)
         for subscriber in gone:
-            for prefix in self._watches.pop(subscriber):
-                self._unroot(prefix)
+            self._drop_watcher(subscriber)
+
+    def _drop_watcher(self, subscriber: str) -> None:
+        for prefix in self._watches.pop(subscriber):
+            self._unroot(prefix)
+            subscribers = self._by_prefix[prefix]
+            del subscribers[subscriber]
+            if not subscribers:
+                del self._by_prefix[prefix]
+        del self._watch_seq[subscriber]
+        del self._watcher[subscriber]
 
     def _unroot(self, prefix: str) -> None:
         root = _root(prefix)
@@ -590,6 +625,18 @@ class MetadataStore(Actor):
 
     def _now_ms(self) -> int:
         return self.system.clock.now_ms()
+
+
+def _ancestors(path: str) -> list[str]:
+    """"/", then every ancestor of `path` and `path` itself: the prefixes a watch on which sees it."""
+    out = ["/"]
+    if path != "/":
+        at = path.find("/", 1)
+        while at > 0:
+            out.append(path[:at])
+            at = path.find("/", at + 1)
+        out.append(path)
+    return out
 
 
 def _root(path: str) -> str:

@@ -255,6 +255,35 @@ async def test_a_watch_with_kinds_gets_only_those_and_a_second_watch_widens_it()
 
 
 @pytest.mark.asyncio
+async def test_a_change_is_told_only_to_watchers_of_its_ancestors_in_the_order_they_watched() -> None:
+    """The store visits the watchers of a path's ancestors (and "/"), not every watcher; they hear it
+    in the order they first watched, and an actor of a dead watcher's name watches afresh."""
+    async with running() as (system, store):
+        late = system.spawn(Probe("late", system))
+        early = system.spawn(Probe("early", system))
+        root = system.spawn(Probe("root", system))
+        other = system.spawn(Probe("other", system))
+        await store.ask(Watch("/a/b", early.name))
+        await store.ask(Watch("/a", late.name))
+        await store.ask(Watch("/", root.name))
+        await store.ask(Watch("/x", other.name))
+        await store.ask(Create("/a/b/c", b""))
+        await settle()
+        assert ("Created", "/a/b/c") in early.notes() and ("Created", "/a/b/c") in late.notes()
+        assert ("Created", "/a/b/c") in root.notes() and other.notes() == []
+        assert store.stats["notifications"] == len(early.notes()) + len(late.notes()) + len(root.notes())
+        other.kill()
+        again = system.spawn(Probe("other", system))   # the same name, a new actor
+        await store.ask(Watch("/y", again.name, ("Created",)))
+        await store.ask(Create("/x", b""))
+        await store.ask(Create("/y", b""))
+        await settle()
+        assert again.notes() == [("Created", "/y")]
+        assert list(store._watches) == ["early", "late", "root", "other"]
+        assert store._watches["other"] == {"/y": frozenset({"Created"})}
+
+
+@pytest.mark.asyncio
 async def test_a_dead_watcher_is_dropped_silently() -> None:
     async with running() as (system, store):
         doomed = system.spawn(Probe("doomed", system))
