@@ -70,9 +70,9 @@ from emulator.cluster.metadata_checks import (
     check_session_id,
     check_version,
     require_session_id,
-    wanted,
 )
 from emulator.cluster.metadata_tree import MetadataTree, parent_path, validate_path
+from emulator.cluster.metadata_watches import Watches
 from emulator.runtime import Actor, ActorDead, ActorSystem, Reply
 
 from .capacity_metadata import MetadataStoreCapacity
@@ -152,16 +152,7 @@ class MetadataStore(Actor):
         self._beats: dict[int, list[float]] = {}
         self._reaper_running = False
         self._session_listeners: dict[int, str] = {}  # session -> owner told of SessionLost
-        # subscriber -> its prefixes (insertion order) -> the notification kinds it wants (None: all)
-        self._watches: dict[str, dict[str, frozenset[str] | None]] = {}
-        self._watch_roots: dict[str, int] = {}   # top-level node name -> prefixes under it ("" for "/")
-        # prefix -> its subscribers, and each subscriber's place in `_watches` and the actor that
-        # watched: a change visits the subscribers of its path's ancestors, not all of them (1,000
-        # brokers watch the store; a change told to a few was a step per broker)
-        self._by_prefix: dict[str, dict[str, None]] = {}
-        self._watch_seq: dict[str, int] = {}
-        self._watcher: dict[str, Actor] = {}
-        self._next_watch_seq = 0
+        self.watches = Watches()   # who watches what (metadata_watches.py)
         self._outbox: deque[_Outgoing] = deque()
         self._outbox_last_due = 0.0
         self._pump_running = False
@@ -386,22 +377,8 @@ class MetadataStore(Actor):
             raise ValueError(
                 f"Watch(subscriber={msg.subscriber!r}): no running actor has this name"
             )
-        kinds = frozenset(msg.kinds) if msg.kinds else None
-        actor = self.system.get(msg.subscriber)
-        if msg.subscriber in self._watches and self._watcher[msg.subscriber] is not actor:
-            self._drop_watcher(msg.subscriber)   # an earlier actor of that name, gone: its watches too
-        if msg.subscriber not in self._watches:
-            self._watch_seq[msg.subscriber] = self._next_watch_seq
-            self._next_watch_seq += 1
-            self._watcher[msg.subscriber] = actor  # type: ignore[assignment]
-        prefixes = self._watches.setdefault(msg.subscriber, {})
-        if prefix not in prefixes:
-            prefixes[prefix] = kinds
-            self._by_prefix.setdefault(prefix, {})[msg.subscriber] = None
-            root = _root(prefix)
-            self._watch_roots[root] = self._watch_roots.get(root, 0) + 1
-        elif prefixes[prefix] is not None:   # the same prefix watched again: the union of the kinds
-            prefixes[prefix] = None if kinds is None else prefixes[prefix] | kinds  # type: ignore[operator]
+        self.watches.add(msg.subscriber, self.system.get(msg.subscriber), prefix,
+                         frozenset(msg.kinds) if msg.kinds else None)
         # as ZooKeeper's getChildren(path, watch): the watch is set and the children come back
         return self.tree.children(prefix), []
 
@@ -567,78 +544,27 @@ class MetadataStore(Actor):
                 reply.error(value)
             else:
                 reply.ok(value)
-        if notes and self._watches:
+        if notes and self.watches:
             self._notify(notes)
 
     def _notify(self, notes: list[Notification]) -> None:
         """Tell each watcher, in change order, the notifications under its prefixes; a watcher
         that is no longer running loses its watches silently."""
-        roots = self._watch_roots
-        if "" not in roots:   # nobody watches "/": only notes under a watched top-level node can match
-            notes = [n for n in notes if _root(n.path) in roots]
-            if not notes:
-                return
-        by_prefix = self._by_prefix
-        visit: dict[str, None] = {}
-        for note in notes:
-            for ancestor in _ancestors(note.path):
-                subscribers = by_prefix.get(ancestor)
-                if subscribers:
-                    visit.update(subscribers)
-        if not visit:
-            return
-        watches = self._watches
         gone: list[str] = []
-        for subscriber in sorted(visit, key=self._watch_seq.__getitem__):   # the order they watched in
-            prefixes = watches[subscriber]
+        for subscriber, wanted_notes in self.watches.targets(notes):
             target = self.system.get(subscriber)
             if target is None:
                 gone.append(subscriber)
                 continue
             try:
-                for note in notes:
-                    if wanted(note.path, note.type, prefixes):
-                        target.tell(note)
-                        self.stats["notifications"] += 1
+                for note in wanted_notes:
+                    target.tell(note)
+                    self.stats["notifications"] += 1
             except ActorDead:
                 gone.append(subscriber)
         for subscriber in gone:
-            self._drop_watcher(subscriber)
-
-    def _drop_watcher(self, subscriber: str) -> None:
-        for prefix in self._watches.pop(subscriber):
-            self._unroot(prefix)
-            subscribers = self._by_prefix[prefix]
-            del subscribers[subscriber]
-            if not subscribers:
-                del self._by_prefix[prefix]
-        del self._watch_seq[subscriber]
-        del self._watcher[subscriber]
-
-    def _unroot(self, prefix: str) -> None:
-        root = _root(prefix)
-        left = self._watch_roots[root] - 1
-        if left:
-            self._watch_roots[root] = left
-        else:
-            del self._watch_roots[root]
+            self.watches.drop(subscriber)
 
     def _now_ms(self) -> int:
         return self.system.clock.now_ms()
 
-
-def _ancestors(path: str) -> list[str]:
-    """"/", then every ancestor of `path` and `path` itself: the prefixes a watch on which sees it."""
-    out = ["/"]
-    if path != "/":
-        at = path.find("/", 1)
-        while at > 0:
-            out.append(path[:at])
-            at = path.find("/", at + 1)
-        out.append(path)
-    return out
-
-
-def _root(path: str) -> str:
-    """A path's top-level node name ("" for "/"): a prefix can only match paths under its own root."""
-    return path[1:].split("/", 1)[0]

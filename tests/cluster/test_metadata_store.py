@@ -279,8 +279,8 @@ async def test_a_change_is_told_only_to_watchers_of_its_ancestors_in_the_order_t
         await store.ask(Create("/y", b""))
         await settle()
         assert again.notes() == [("Created", "/y")]
-        assert list(store._watches) == ["early", "late", "root", "other"]
-        assert store._watches["other"] == {"/y": frozenset({"Created"})}
+        assert list(store.watches.by_subscriber) == ["early", "late", "root", "other"]
+        assert store.watches.by_subscriber["other"] == {"/y": frozenset({"Created"})}
 
 
 @pytest.mark.asyncio
@@ -292,7 +292,7 @@ async def test_a_dead_watcher_is_dropped_silently() -> None:
         await store.ask(Create("/a", b""))
         await settle()
         assert store.alive
-        assert store._watches == {}
+        assert store.watches.by_subscriber == {}
         with pytest.raises(ValueError, match="no running actor"):
             await store.ask(Watch("/a", "doomed"))
 
