@@ -181,7 +181,7 @@ class ColumnWindows:
             self._layout = None
         walk = self._report_walk(brokers)
         names = columns.names
-        layout = self._layout = _Layout([(broker, report) for broker, _, report in walk], None)
+        layout = self._layout = _Layout([(broker, report) for broker, _, report in walk])
         all_rows = layout.rows
         any_new = not columns.present[all_rows].all()
         for broker, data, report in walk:
@@ -338,44 +338,41 @@ class ColumnWindows:
             if report is None or report.stats is not data.local_data.last_stats:
                 return None
             walk.append((broker, report))
-        layout = self._layout = _Layout(walk, None)
+        layout = self._layout = _Layout(walk)
         return layout
 
 
 class _Layout:
-    """The reports of one update end to end: their rows (the update's own array) and, made when a
-    split check first asks, their topics, sessions, splittable rows and owners' positions."""
+    """The reports of one update end to end: their rows, and, joined when a split check first asks,
+    their topics, sessions and splittable rows, and each row's broker (its position in `walk`)."""
 
-    __slots__ = ("walk", "brokers", "stats", "rows", "_topics", "_sessions", "_splittable", "_owners")
+    __slots__ = ("walk", "brokers", "stats", "rows", "_joined")
 
-    def __init__(self, walk: list[tuple[str, ReportColumns]], rows: np.ndarray | None) -> None:
+    def __init__(self, walk: list[tuple[str, ReportColumns]]) -> None:
         self.walk = walk
         self.brokers = [broker for broker, _ in walk]
         self.stats = [report.stats for _, report in walk]
-        self.rows = rows if rows is not None else (
-            np.concatenate([report.rows for _, report in walk]) if walk else np.zeros(0, dtype=np.int64))
-        self._topics: np.ndarray | None = None
-        self._sessions: np.ndarray | None = None
-        self._splittable: np.ndarray | None = None
-        self._owners: np.ndarray | None = None
+        self.rows = np.concatenate([report.rows for _, report in walk]) if walk else np.zeros(0, dtype=np.int64)
+        self._joined: dict[str, np.ndarray] = {}
+
+    def _join(self, column: str) -> np.ndarray:
+        joined = self._joined.get(column)
+        if joined is None:
+            joined = self._joined[column] = np.concatenate([getattr(report, column) for _, report in self.walk])
+        return joined
 
     def topics(self) -> np.ndarray:
-        if self._topics is None:
-            self._topics = np.concatenate([report.topics for _, report in self.walk])
-        return self._topics
+        return self._join("topics")
 
     def sessions(self) -> np.ndarray:
-        if self._sessions is None:
-            self._sessions = np.concatenate([report.sessions for _, report in self.walk])
-        return self._sessions
+        return self._join("sessions")
 
     def splittable(self) -> np.ndarray:
-        if self._splittable is None:
-            self._splittable = np.concatenate([report.splittable_rows for _, report in self.walk])
-        return self._splittable
+        return self._join("splittable_rows")
 
     def owners(self) -> np.ndarray:
-        """Each row's broker, as its position in `walk`."""
-        if self._owners is None:
-            self._owners = np.repeat(np.arange(len(self.walk)), [report.size for _, report in self.walk])
-        return self._owners
+        owners = self._joined.get("owners")
+        if owners is None:
+            owners = self._joined["owners"] = np.repeat(np.arange(len(self.walk)),
+                                                        [report.size for _, report in self.walk])
+        return owners
