@@ -173,10 +173,30 @@ class MetadataTree:
         cached = self._peeked.get(prefix)
         if cached is not None and cached[0] == count:
             return list(cached[1])
-        matching = sorted(path for path in self._nodes if path.startswith(prefix) and path != "/")
+        matching = sorted(self._subtree_matching(prefix))
         found = [(path, self._nodes[path].data) for path in matching]
         self._peeked[prefix] = (count, found)
         return list(found)
+
+    def _subtree_matching(self, prefix: str) -> list[str]:
+        """The paths (not "/") starting with `prefix`, found by walking the subtree of the deepest
+        whole-path ancestor every match shares ("/namespace" for "/namespace/"): the invariant checker
+        peeks at the ownership nodes every emulated second, and a scan of every node cost a
+        million-topic cluster ~3 % of its run (most nodes are managed ledgers)."""
+        base = prefix[:prefix.rfind("/")] or "/"
+        nodes = self._nodes
+        if base not in nodes:
+            return []
+        out = [base] if base != "/" and base.startswith(prefix) else []
+        stack = [base]
+        while stack:
+            parent = stack.pop()
+            for name in nodes[parent].children:
+                path = _join(parent, name)
+                if path.startswith(prefix):
+                    out.append(path)
+                stack.append(path)
+        return out
 
     def _changed(self, path: str) -> None:
         self._changes += 1

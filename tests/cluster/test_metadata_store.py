@@ -542,6 +542,27 @@ async def test_dump_is_a_json_tree_with_decoded_data() -> None:
                                                       b'{"brokerId": "b1:8080"}')]
 
 
+def test_peek_prefix_walks_the_subtree_and_finds_what_a_scan_of_every_node_finds():
+    """peek_prefix walks only the subtree under the prefix's last whole component: on a random tree
+    (names sharing prefixes, "-" sorting before "/") and random prefixes, ending mid-name, at a "/" or
+    on a node, it answers what a scan of every node answers, in the same order."""
+    from emulator.cluster.metadata_store import MetadataTree
+
+    rng = random.Random(7)
+    tree = MetadataTree()
+    names = ["a", "ab", "a-b", "b", "ns", "ns-1", "0x0_0x8"]
+    for _ in range(300):
+        path = "/" + "/".join(rng.choice(names) for _ in range(rng.randint(1, 4)))
+        if tree.stat(path) is None:
+            tree.create(path, path.encode(), None, 0)
+    every = [p for p in tree.dump() if p != "/"]
+    prefixes = ["/", "/a", "/a/", "/a-", "/ns/a", "/ns/a/", "/zz/", "/b/ab/a", "/n"]
+    prefixes += [p[:rng.randint(1, len(p))] for p in rng.sample(every, 40)]
+    for prefix in prefixes:
+        scan = sorted(p for p in every if p.startswith(prefix))
+        assert tree.peek_prefix(prefix) == [(p, tree.get(p).data) for p in scan], prefix
+
+
 def test_peek_prefix_follows_every_change_under_its_prefix_and_hands_out_copies():
     """peek_prefix keeps its last answer per prefix until a node it could hold changes: a create,
     set or delete under the prefix (an ephemeral node gone with its session included) shows at once;
