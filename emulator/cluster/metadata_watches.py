@@ -26,7 +26,8 @@ class Watches:
     def __init__(self) -> None:
         self.by_subscriber: dict[str, dict[str, frozenset[str] | None]] = {}
         self._roots: dict[str, int] = {}   # top-level node name -> prefixes under it ("" for "/")
-        self._by_prefix: dict[str, dict[str, None]] = {}   # prefix -> its subscribers
+        # prefix -> kind (None: every kind) -> the subscribers watching it there for that kind
+        self._by_prefix: dict[str, dict[str | None, dict[str, None]]] = {}
         self._seq: dict[str, int] = {}   # subscriber -> when it first watched
         self._actor: dict[str, object] = {}   # subscriber -> the actor that watched under that name
         self._next = 0
@@ -46,17 +47,38 @@ class Watches:
         prefixes = self.by_subscriber.setdefault(subscriber, {})
         if prefix not in prefixes:
             prefixes[prefix] = kinds
-            self._by_prefix.setdefault(prefix, {})[subscriber] = None
+            self._index(prefix, subscriber, kinds)
             root = _root(prefix)
             self._roots[root] = self._roots.get(root, 0) + 1
         else:
             known = prefixes[prefix]
             if known is not None:
-                prefixes[prefix] = None if kinds is None else known | kinds
+                widened = None if kinds is None else known | kinds
+                if widened != known:
+                    self._unindex(prefix, subscriber, known)
+                    self._index(prefix, subscriber, widened)
+                    prefixes[prefix] = widened
+
+    def _index(self, prefix: str, subscriber: str, kinds: frozenset[str] | None) -> None:
+        by_kind = self._by_prefix.setdefault(prefix, {})
+        for kind in (None,) if kinds is None else kinds:
+            by_kind.setdefault(kind, {})[subscriber] = None
+
+    def _unindex(self, prefix: str, subscriber: str, kinds: frozenset[str] | None) -> None:
+        by_kind = self._by_prefix[prefix]
+        for kind in (None,) if kinds is None else kinds:
+            subscribers = by_kind[kind]
+            del subscribers[subscriber]
+            if not subscribers:
+                del by_kind[kind]
+        if not by_kind:
+            del self._by_prefix[prefix]
 
     def targets(self, notes: list[Notification]) -> list[tuple[str, list[Notification]]]:
         """(subscriber, the notes it wants, in change order) for every subscriber that wants some,
-        in the order they first watched."""
+        in the order they first watched. Subscribers are found by prefix and kind, so a report
+        rewritten under /loadbalance/brokers visits none of the 1,000 brokers that watch there for
+        Created and Deleted only."""
         roots = self._roots
         if "" not in roots:   # nobody watches "/": only notes under a watched top-level node can match
             notes = [n for n in notes if _root(n.path) in roots]
@@ -65,10 +87,16 @@ class Watches:
         by_prefix = self._by_prefix
         visit: dict[str, None] = {}
         for note in notes:
+            kind = note.type
             for ancestor in _ancestors(note.path):
-                subscribers = by_prefix.get(ancestor)
-                if subscribers:
-                    visit.update(subscribers)
+                by_kind = by_prefix.get(ancestor)
+                if by_kind:
+                    every = by_kind.get(None)
+                    if every:
+                        visit.update(every)
+                    this_kind = by_kind.get(kind)
+                    if this_kind:
+                        visit.update(this_kind)
         out = []
         for subscriber in sorted(visit, key=self._seq.__getitem__):
             prefixes = self.by_subscriber[subscriber]
@@ -77,17 +105,14 @@ class Watches:
 
     def drop(self, subscriber: str) -> None:
         """Forget every watch of `subscriber`."""
-        for prefix in self.by_subscriber.pop(subscriber):
+        for prefix, kinds in self.by_subscriber.pop(subscriber).items():
             root = _root(prefix)
             left = self._roots[root] - 1
             if left:
                 self._roots[root] = left
             else:
                 del self._roots[root]
-            subscribers = self._by_prefix[prefix]
-            del subscribers[subscriber]
-            if not subscribers:
-                del self._by_prefix[prefix]
+            self._unindex(prefix, subscriber, kinds)
         del self._seq[subscriber]
         del self._actor[subscriber]
 

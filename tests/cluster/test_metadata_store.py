@@ -254,6 +254,29 @@ async def test_a_watch_with_kinds_gets_only_those_and_a_second_watch_widens_it()
                                         ("ChildrenChanged", "/loadbalance/brokers")]
 
 
+def test_watches_find_subscribers_by_kind_and_forget_them_whole() -> None:
+    """A change of a kind a subscriber does not watch for leaves it out of the targets altogether
+    (1,000 brokers watch for registrations where every report is rewritten); widening the kinds and
+    dropping the subscriber keep the index by kind exact."""
+    from emulator.cluster.metadata_messages import Notification
+    from emulator.cluster.metadata_watches import Watches
+
+    watches, actor = Watches(), object()
+    for i in range(3):
+        watches.add(f"b{i}", actor, "/loadbalance/brokers", frozenset({"Created", "Deleted"}))
+    watches.add("leader", actor, "/loadbalance", None)
+    report = Notification("Modified", "/loadbalance/brokers/b1")
+    joined = Notification("Created", "/loadbalance/brokers/b3")
+    assert watches.targets([report]) == [("leader", [report])]
+    assert [s for s, _ in watches.targets([report, joined])] == ["b0", "b1", "b2", "leader"]
+    assert watches.targets([report, joined])[0] == ("b0", [joined])
+    watches.add("b1", actor, "/loadbalance/brokers", frozenset({"Modified"}))
+    assert watches.targets([report]) == [("b1", [report]), ("leader", [report])]
+    for name in ("b0", "b1", "b2", "leader"):
+        watches.drop(name)
+    assert watches.targets([report, joined]) == [] and not watches and watches._by_prefix == {}
+
+
 @pytest.mark.asyncio
 async def test_a_change_is_told_only_to_watchers_of_its_ancestors_in_the_order_they_watched() -> None:
     """The store visits the watchers of a path's ancestors (and "/"), not every watcher; they hear it
