@@ -172,6 +172,11 @@ class ModularLoadManager:
         # broker -> (last_stats, preallocated bundles) of its last BundleRangeCache reload: an unchanged
         # pair reloads the same map (the manager is the cache's only writer; `add` clears the entry)
         self._range_reloads: dict[str, tuple[Any, tuple[str, ...]]] = {}
+        # the brokers for which updateBundleData's per-broker step may do something although their
+        # report did not change: holding preallocations at their last reload, or preallocated since
+        self._busy: set[str] = set()
+        # the last update's available brokers as handed over, sorted, and as a set
+        self._active: tuple[list[str], list[str], set[str]] | None = None
         self._report_namespaces: dict[str, tuple[Any, list[str]]] = {}
         self._namespace_union: list[str] | None = None   # the last answer of reported_namespaces
         self.preallocated_bundle_to_broker: dict[str, str] = {}
@@ -198,9 +203,11 @@ class ModularLoadManager:
         """One bundle's data, current (without making every other bundle's current)."""
         return self.windows.get(bundle)
 
-    def _preallocated_data_changed(self) -> None:
-        """Held bundle windows changed: the brokers add their preallocation sums up again."""
-        for data in self.load_data.broker_data.values():
+    def _preallocated_data_changed(self, brokers: Iterable[str] | None = None) -> None:
+        """Held bundle windows changed: the brokers (None: all; else those that may hold any) add
+        their preallocation sums up again."""
+        broker_data = self.load_data.broker_data
+        for data in broker_data.values() if brokers is None else map(broker_data.__getitem__, brokers):
             if data.preallocated_bundle_data:   # the sums over none stay 0 whatever changed
                 data.preallocated_data_changed()
 
@@ -221,14 +228,21 @@ class ModularLoadManager:
         which decides the preallocation clean-up. Strategies hear `on_active_brokers_change` on
         every call when `is_leader`, as in Pulsar.
         """
-        active = sorted(set(available_brokers))
-        active_set = set(active)
-        dead = [b for b in self.known_brokers if b not in active_set]
+        last = self._active
+        if last is not None and isinstance(available_brokers, list) and available_brokers == last[0]:
+            _, active, active_set = last   # the same brokers as the last update (the steady state)
+            dead: list[str] = []
+        else:
+            active = sorted(set(available_brokers))
+            active_set = set(active)
+            dead = [b for b in self.known_brokers if b not in active_set]
+            self._active = (list(available_brokers), active, active_set) \
+                if isinstance(available_brokers, list) else None
         self.known_brokers = active
         if is_leader:
             if self.shedding_strategy is not None:
-                self.shedding_strategy.on_active_brokers_change(set(active))
-            self.placement_strategy.on_active_brokers_change(set(active))
+                self.shedding_strategy.on_active_brokers_change(set(active_set))
+            self.placement_strategy.on_active_brokers_change(set(active_set))
         without_report = self.update_all_broker_data(active, reports)
         removed = self.update_bundle_data(owned_by_self)
         return UpdateResult(dead_brokers=dead, removed_bundles=removed, brokers_without_report=without_report)
@@ -245,6 +259,17 @@ class ModularLoadManager:
         """
         broker_data = self.load_data.broker_data
         received = self._received
+        if isinstance(active, list) and len(active) == len(received) == len(broker_data) \
+                and list(received) == active and list(broker_data) == active:
+            # the same brokers, each with a report (the steady state): only new reports to copy
+            changed = [b for b, (last, _) in received.items() if reports.get(b) is not last]
+            if all(reports.get(b) is not None for b in changed):
+                for broker in changed:
+                    report = reports[broker]
+                    own = _own_copy(report)
+                    received[broker] = (report, own)
+                    broker_data[broker].local_data = own
+                return []
         fresh: dict[str, BrokerData] = {}
         kept: dict[str, tuple[LocalBrokerData, LocalBrokerData]] = {}
         without_report: list[str] = []
@@ -280,13 +305,16 @@ class ModularLoadManager:
             self._clean_preallocations(data, owned, literal, bundle_data)
             self._reload_ranges(broker, data.local_data.last_stats, data.preallocated_bundle_data)
 
-        removed = self.windows.update(self.load_data.broker_data, between)
+        busy = self._busy
+        holding = [b for b in busy if b in self.load_data.broker_data]
+        removed = self.windows.update(self.load_data.broker_data, between, busy)
         if not literal:
             self.preallocated_bundle_to_broker.clear()
-        self._preallocated_data_changed()
+        self._preallocated_data_changed(holding)
         reloads, live = self._range_reloads, self.load_data.broker_data
         if len(reloads) > len(live):  # forget the reports of brokers gone (a return reloads anyway)
             self._range_reloads = {b: key for b, key in reloads.items() if b in live}
+            self._busy = {b for b in self._busy if b in live}
         return removed
 
     def _clean_preallocations(self, data: BrokerData, owned: Collection[str], literal: bool,
@@ -306,6 +334,10 @@ class ModularLoadManager:
     def _reload_ranges(self, broker: str, stats_map: Mapping[str, Any], prealloc: Mapping[str, Any]) -> None:
         """bundleRangeCache.reloadBroker, skipped when it would rebuild the same map."""
         last = self._range_reloads.get(broker)
+        if prealloc:
+            self._busy.add(broker)
+        else:
+            self._busy.discard(broker)
         if last is not None and last[0] is stats_map and (not prealloc and not last[1]
                                                           or last[1] == tuple(prealloc)):
             return
@@ -357,6 +389,7 @@ class ModularLoadManager:
         self.preallocated_bundle_to_broker[bundle] = broker
         self.bundle_range_cache.add(broker, bundle)
         self._range_reloads.pop(broker, None)
+        self._busy.add(broker)
 
     def _policy_candidates(self, bundle: str, non_persistent: bool) -> list[str]:
         return apply_namespace_policies(
