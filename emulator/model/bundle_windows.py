@@ -248,7 +248,8 @@ class ColumnWindows:
                         busy: Collection[str]) -> tuple[_Layout, list[int]] | None:
         """The last update's layout with the new reports in place, and the positions whose broker
         `between` must visit (changed or busy, in map order); None when the brokers are not the same
-        ones in the same order, or a new report brings a bundle never seen (the full walk then)."""
+        ones in the same order, or a reported bundle has no data (new, or removed by a split: the
+        full walk then, which admits it)."""
         layout = self._layout
         if layout is None or len(brokers) != len(layout.brokers) or layout.brokers != list(brokers):
             return None
@@ -262,11 +263,11 @@ class ColumnWindows:
             report = reports.get(broker)
             if report is None or report.stats is not stats[at]:
                 report = reports[broker] = columns.report_columns(stats[at])
-            if not columns.present[report.rows].all():
-                return None
             fresh.append((at, report))
         if fresh:
             layout = self._layout = layout.replaced(fresh)
+        if not columns.present[layout.rows].all():   # a new bundle, or one removed while reported
+            return None
         position = layout.position()
         visit = set(changed)
         visit.update(position[b] for b in busy if b in position)

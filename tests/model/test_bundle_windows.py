@@ -92,6 +92,48 @@ def test_objects_and_columns_give_the_same_numbers(seed: int) -> None:
     assert _numbers(windows[0].data) == _numbers(windows[1].data)
 
 
+def _new_report(rng: random.Random, data: BrokerData, same_bundles: bool) -> None:
+    owned = list(data.local_data.last_stats) if same_bundles else rng.sample(BUNDLES, rng.randint(0, 12))
+    stats = {b: NamespaceBundleStats(rng.lognormvariate(3, 4), rng.uniform(0, 1e3), rng.uniform(0, 1e7),
+                                     rng.uniform(0, 1e5), topics=rng.randint(0, 3)) for b in owned}
+    data.local_data = LocalBrokerData(bundles=set(stats), last_stats=stats)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_columns_patching_the_last_layout_give_the_same_numbers(seed: int) -> None:
+    """With `busy`, updates where a few brokers send new reports (same bundles or not; bundles gone,
+    removed while reported, or reported twice) give the numbers of the full walk, and `between` visits
+    at least every broker with a new report or busy, each seeing what the full walk's turn saw."""
+    rng = random.Random(seed)
+    windows = [ObjectWindows({}), ColumnWindows({})]
+    brokers = _brokers(rng)
+    views = [copy.deepcopy(brokers), brokers]
+    for _ in range(40):
+        changed = set()
+        for broker, data in brokers.items():
+            if rng.random() < 0.3:
+                _new_report(rng, data, same_bundles=rng.random() < 0.7)
+                views[0][broker].local_data = data.local_data
+                changed.add(broker)
+        busy = set(rng.sample(list(brokers), rng.randint(0, 2)))
+        seen: list[list[Any]] = [[], []]
+        removed = [w.update(v, lambda broker, data, log=log, w=w: log.append((broker, list(w.data))), busy)
+                   for w, v, log in zip(windows, views, seen)]
+        assert removed[0] == removed[1]
+        assert all(turn in seen[0] for turn in seen[1])
+        assert changed | busy <= {broker for broker, _ in seen[1]}
+        assert _averages(views[0]) == _averages(views[1])
+        if rng.random() < 0.15:
+            bundle = rng.choice(BUNDLES)
+            for w in windows:
+                w.remove(bundle)
+        if rng.random() < 0.3:
+            windows[1].current()
+            assert _numbers(windows[0].data) == _numbers(windows[1].data)
+    windows[1].current()
+    assert _numbers(windows[0].data) == _numbers(windows[1].data)
+
+
 def test_the_choice_is_made_by_name() -> None:
     assert isinstance(make_bundle_windows("objects", {}), ObjectWindows)
     assert isinstance(make_bundle_windows("columns", {}), ColumnWindows)
