@@ -31,11 +31,22 @@ class NamespaceBundleFactory(BrokerBase):
     _ns_bundles: dict[str, NamespaceBundles]
     _ns_loading: dict[str, asyncio.Future[NamespaceBundles]]
     _ns_invalidated: set[str]   # changed while a read was in flight: don't cache it
+    namespace_bundles_version: int
+    """Counts the changes of the cache (an entry made or dropped): an unchanged version means every
+    cached answer is the one it was (the leader's split check reuses its bundle counts)."""
 
     def _init_bundle_factory(self) -> None:
         self._ns_bundles = {}
         self._ns_loading = {}
         self._ns_invalidated = set()
+        self.namespace_bundles_version = 0
+
+    def _forget_namespace_bundles(self, namespace: str) -> bool:
+        """Drop the cached ranges of `namespace` (True if there were any)."""
+        if self._ns_bundles.pop(namespace, None) is None:
+            return False
+        self.namespace_bundles_version += 1
+        return True
 
     def cached_namespace_bundles(self, namespace: str) -> NamespaceBundles | None:
         """The cached ranges of `namespace`, or None: `namespace_bundles` would read them."""
@@ -76,6 +87,7 @@ class NamespaceBundleFactory(BrokerBase):
         bundles = self._decode_bundles(namespace, node.data)
         if namespace not in self._ns_invalidated:
             self._ns_bundles[namespace] = bundles
+            self.namespace_bundles_version += 1
         self._ns_invalidated.discard(namespace)
         return bundles
 
@@ -89,6 +101,6 @@ class NamespaceBundleFactory(BrokerBase):
         """The watch saw the namespace's local policies change: the next lookup reads them again."""
         if namespace in self._ns_loading:
             self._ns_invalidated.add(namespace)
-        if self._ns_bundles.pop(namespace, None) is not None:
+        if self._forget_namespace_bundles(namespace):
             self.log.debug("Policy updated for namespace, refreshing the bundle cache",
                            namespace=namespace)

@@ -366,7 +366,7 @@ class OwnershipCache(NamespaceBundleFactory):
                         await self._release_quietly(child)
                 await anyio.sleep(0.1)
                 continue
-            self._ns_bundles.pop(namespace, None)
+            self._forget_namespace_bundles(namespace)
             parent_actor = owned.actor
             owned.active = False
             for child in children:

@@ -118,6 +118,8 @@ class LoadManagerLeader(Actor):
         self.affinity: dict[str, str] = {}
         self._split_running = False
         self._split_again = False
+        # the last bundle counts made without a read: (namespaces, factory version, counts)
+        self._split_counts: tuple[list[str], int, dict[str, int]] | None = None
         self._reports: dict[str, LocalBrokerData | None] = {}
         self._available: list[str] = []
         self.updates = 0
@@ -434,23 +436,38 @@ class LoadManagerLeader(Actor):
         finally:
             self._split_running = False
 
+    async def _bundle_counts(self, namespaces: list[str]) -> dict[str, int]:
+        """Each reported namespace's bundle count, from the factory's cache or read (in first-seen
+        order over every report). Counts made without a read are kept with the namespaces and the
+        cache's version, and reused while both are the same: the same answers without a step per
+        namespace, after each of 1,000 brokers' reports."""
+        factory_version = self.broker.namespace_bundles_version
+        last = self._split_counts
+        if last is not None and last[1] == factory_version and last[0] == namespaces:
+            return last[2]
+        counts: dict[str, int] = {}
+        cached = self.broker.cached_namespace_bundles
+        read = False
+        for ns in namespaces:
+            known = cached(ns)   # the factory's cache answers without a task step (most of them)
+            if known is not None:
+                counts[ns] = len(known)
+                continue
+            read = True
+            try:
+                counts[ns] = len(await self.broker.namespace_bundles(ns))
+            except LookupFailure:  # namespace gone (or its metadata failed): nothing to split there
+                counts[ns] = 1 << 30
+        self._split_counts = None if read else (namespaces, factory_version, counts)
+        return counts
+
     async def check_namespace_bundle_split(self) -> list[str]:
         """ModularLoadManagerImpl.checkNamespaceBundleSplit (pulsar-algorithms.md §6.1-6.2)."""
         assert self.lm is not None
         conf = self.conf
         if not conf.load_balancer_auto_bundle_split_enabled or len(self.lm.known_brokers) <= 1:
             return []
-        counts: dict[str, int] = {}
-        cached = self.broker.cached_namespace_bundles
-        for ns in self.lm.reported_namespaces():  # each once, first-seen order over every report
-            known = cached(ns)   # the factory's cache answers without a task step (most of them)
-            if known is not None:
-                counts[ns] = len(known)
-                continue
-            try:
-                counts[ns] = len(await self.broker.namespace_bundles(ns))
-            except LookupFailure:  # namespace gone (or its metadata failed): nothing to split there
-                counts[ns] = 1 << 30
+        counts = await self._bundle_counts(self.lm.reported_namespaces())
         to_split = self.lm.find_bundles_to_split(lambda ns: counts.get(ns, 0))
         done = []
         for bundle, owner in to_split.items():

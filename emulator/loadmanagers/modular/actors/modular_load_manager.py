@@ -179,6 +179,8 @@ class ModularLoadManager:
         self._active: tuple[list[str], list[str], set[str]] | None = None
         self._report_namespaces: dict[str, tuple[Any, list[str]]] = {}
         self._namespace_union: list[str] | None = None   # the last answer of reported_namespaces
+        # the brokers whose report changed since that answer (None: the brokers changed, or unknown)
+        self._namespaces_dirty: set[str] | None = None
         self.preallocated_bundle_to_broker: dict[str, str] = {}
         self.bundle_range_cache = BundleRangeCache()
         self.known_brokers: list[str] = []
@@ -264,12 +266,15 @@ class ModularLoadManager:
             # the same brokers, each with a report (the steady state): only new reports to copy
             changed = [b for b, (last, _) in received.items() if reports.get(b) is not last]
             if all(reports.get(b) is not None for b in changed):
+                if self._namespaces_dirty is not None:
+                    self._namespaces_dirty.update(changed)
                 for broker in changed:
                     report = reports[broker]
                     own = _own_copy(report)
                     received[broker] = (report, own)
                     broker_data[broker].local_data = own
                 return []
+        self._namespaces_dirty = None
         fresh: dict[str, BrokerData] = {}
         kept: dict[str, tuple[LocalBrokerData, LocalBrokerData]] = {}
         without_report: list[str] = []
@@ -502,6 +507,22 @@ class ModularLoadManager:
         """The namespaces of every reported bundle, in first-seen order (brokers in map order,
         bundles in report order), each report's list made once."""
         cache = self._report_namespaces
+        dirty = self._namespaces_dirty
+        if dirty is not None and self._namespace_union is not None:
+            # only these brokers have new reports since the last answer (the steady state)
+            brokers = self.load_data.broker_data
+            same = True
+            for broker in dirty:
+                stats_map = brokers[broker].local_data.last_stats
+                entry = cache[broker]
+                if entry[0] is not stats_map:
+                    names = list(dict.fromkeys(namespace_of(b) for b in stats_map))
+                    same = same and entry[1] == names
+                    cache[broker] = (stats_map, names)
+            dirty.clear()
+            if same:
+                return list(self._namespace_union)
+            self._namespace_union = None   # a report lists other namespaces: the union again
         fresh: dict[str, tuple[Any, list[str]]] = {}
         same = True   # every report lists the namespaces it listed last time: the union is the last one
         for broker, data in self.load_data.broker_data.items():
@@ -514,6 +535,7 @@ class ModularLoadManager:
                 entry = (stats_map, names)
             fresh[broker] = entry
         self._report_namespaces = fresh
+        self._namespaces_dirty = set()
         if same and self._namespace_union is not None and list(fresh) == list(cache):
             return list(self._namespace_union)
         seen: dict[str, None] = {}
