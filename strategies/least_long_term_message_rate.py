@@ -9,6 +9,7 @@ threshold scores +∞. The lowest score wins; exact ties are broken by the rng.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from emulator.model.selection import ALL_OVERLOADED_RANDOM, Selection, choose, placement_usage
@@ -29,6 +30,25 @@ def broker_score(broker_data: BrokerData, conf: ServiceConfig) -> float:
     total = broker_data.preallocated_long_term_msg_rate()
     tad = broker_data.time_average_data
     return total + (tad.long_term_msg_rate_in + tad.long_term_msg_rate_out)
+
+
+def _scorer(conf: ServiceConfig) -> Callable[[BrokerData], float]:
+    """`broker_score` for one selection: the threshold and the usage's weights read once (a leader
+    of 1,000 brokers scores every one of them on every assignment); the same operations per broker."""
+    overload_threshold = conf.load_balancer_broker_overloaded_threshold_percentage / 100.0
+    unweighted = conf.emulator_unweighted_max_usage
+    weights = conf.resource_weights
+
+    def score(broker_data: BrokerData) -> float:
+        local = broker_data.local_data
+        usage = local.max_resource_usage() if unweighted else local.max_resource_usage_with_weight(*weights)
+        if usage > overload_threshold:
+            return math.inf
+        total = broker_data.preallocated_long_term_msg_rate()
+        tad = broker_data.time_average_data
+        return total + (tad.long_term_msg_rate_in + tad.long_term_msg_rate_out)
+
+    return score
 
 
 class LeastLongTermMessageRate(BasePlacementStrategy):
@@ -53,11 +73,12 @@ class LeastLongTermMessageRate(BasePlacementStrategy):
         scores: dict[str, float] = {}
         best: list[str] = []
         min_score = math.inf
+        score_of = _scorer(conf)   # broker_score with the conf read once per selection, not per broker
         for broker in sorted(candidates):
             broker_data = load_data.broker_data.get(broker)
             if broker_data is None:
                 continue
-            score = broker_score(broker_data, conf)
+            score = score_of(broker_data)
             scores[broker] = score
             if score < min_score:
                 best = [broker]

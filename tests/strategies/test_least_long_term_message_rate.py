@@ -94,3 +94,17 @@ def test_the_random_fallback_is_flagged_only_when_every_broker_is_overloaded() -
     got = LeastLongTermMessageRate(random.Random(3)).select_broker_explained(
         {"a:1", "b:1"}, None, BundleData.default(), one_cool, CONF)
     assert got == Selection("b:1", {"a:1": math.inf, "b:1": 2})
+
+
+def test_a_selection_scores_every_candidate_as_broker_score_does() -> None:
+    """The selection reads the conf once and scores each candidate with the same operations as
+    `broker_score`: equal scores, bit for bit, weighted or not, overloaded or not."""
+    rng = random.Random(5)
+    for unweighted in (False, True):
+        conf = ServiceConfig(emulator_unweighted_max_usage=unweighted, load_balancer_cpu_resource_weight=0.5)
+        brokers = {f"b{i}:8080": broker(rng.uniform(0, 1e4), rng.uniform(0, 1e4), cpu=rng.uniform(0, 100),
+                                        prealloc=rng.randint(0, 3)) for i in range(40)}
+        selection = LeastLongTermMessageRate(random.Random(1)).select_broker_explained(
+            set(brokers), "t/n/0x0_0x1", BundleData.default(), LoadData(broker_data=brokers), conf)
+        assert selection.scores == {b: broker_score(d, conf) for b, d in sorted(brokers.items())}
+        assert (math.inf in selection.scores.values()) == unweighted   # cpu > 85 %, weighted at 0.5
