@@ -8,6 +8,7 @@ that pick "any" of the result reproducible from a seed.
 
 from __future__ import annotations
 
+import operator
 import re
 import sys
 from collections.abc import Collection, Iterable
@@ -122,6 +123,15 @@ class BundleRangeCache:
         return sorted(self._data.get(broker, {}).get(namespace, ()))
 
 
+def _sorted_unique(items: Iterable[str]) -> list[str]:
+    """`sorted(set(items))`, without the sort when `items` is a list in strictly increasing order
+    already (the pipeline hands each filter the last one's sorted output: 1,000 brokers per step of
+    every assignment)."""
+    if isinstance(items, list) and all(map(operator.lt, items, items[1:])):
+        return list(items)
+    return sorted(set(items))
+
+
 # --------------------------------------------------------------------------- §4.1 namespace policies
 
 
@@ -152,7 +162,7 @@ def apply_namespace_policies(
     iso = policies.isolation_policy(namespace)
     primaries: list[str] = []
     secondaries: list[str] = []
-    for broker in sorted(set(available)):
+    for broker in _sorted_unique(available):
         if parse_broker_host(broker) is None:   # an id without a port: Pulsar skips it
             continue
         if iso is not None:
@@ -180,7 +190,7 @@ def filter_brokers_with_large_topic_count(
     candidates: Iterable[str], load_data: LoadData, max_topics: int
 ) -> list[str]:
     """Keep brokers whose reported topics + preallocated bundles' topics ≤ max; nobody left → unchanged."""
-    cands = sorted(set(candidates))
+    cands = _sorted_unique(candidates)
     kept = []
     for broker in cands:
         bd = load_data.broker_data.get(broker)
@@ -245,7 +255,7 @@ def filter_anti_affinity_group_owned_brokers(
     Domain step only with `failure_domains_enabled` and a non-empty broker → domain map; brokers not
     in the map are in domain "default".
     """
-    cands = sorted(set(candidates))
+    cands = _sorted_unique(candidates)
     if not cands:
         return cands
     counts = anti_affinity_namespace_counts(namespace_of_bundle(bundle), cache, policies)
@@ -273,12 +283,13 @@ def remove_most_servicing_brokers_for_namespace(
     bundle: str, candidates: Iterable[str], cache: BundleRangeCache
 ) -> list[str]:
     """Keep only the brokers holding the fewest bundles (preallocations included) of the namespace."""
-    cands = sorted(set(candidates))
+    cands = _sorted_unique(candidates)
     if not cands:
         return cands
     namespace = namespace_of_bundle(bundle)
-    least = min(cache.count(b, namespace) for b in cands)
-    return [b for b in cands if cache.count(b, namespace) <= least]
+    counts = [cache.count(b, namespace) for b in cands]
+    least = min(counts)
+    return [b for b, count in zip(cands, counts) if count <= least]
 
 
 # --------------------------------------------------------------------------- §3 step 6 filter pipeline
@@ -294,7 +305,7 @@ def broker_load_manager_class_filter(
     """
     wanted = conf.load_manager_class_name
     out = []
-    for broker in sorted(set(candidates)):
+    for broker in _sorted_unique(candidates):
         bd = load_data.broker_data.get(broker)
         if bd is not None and bd.local_data.load_manager_class_name != wanted:
             continue
@@ -367,7 +378,7 @@ def broker_version_filter(candidates: Iterable[str], load_data: LoadData, conf: 
     candidate without a report, an empty or unparsable version string. Version equality ignores build
     metadata, as jsemver's `equals` does.
     """
-    cands = sorted(set(candidates))
+    cands = _sorted_unique(candidates)
     if not conf.prefer_later_versions:
         return cands
     if not cands:

@@ -350,3 +350,18 @@ def test_should_anti_affinity_namespace_unload() -> None:
     # Pulsar quirk: the current broker alone holds the least, yet not all candidates tie → true.
     cache, view = anti_affinity_setup({"b1:1": 1, "b2:1": 2, "b3:1": 2})
     assert should_anti_affinity_namespace_unload(target, "b1:1", avail, ld, view, cache)
+
+
+def test_the_filters_sort_their_input_as_sorted_set_does_without_sorting_a_sorted_list() -> None:
+    """Each filter takes its candidates in any order, with repeats, as any iterable; a strictly
+    increasing list (the last filter's output) is taken as it is, and copied."""
+    import random
+
+    from emulator.model.filters import _sorted_unique
+
+    rng = random.Random(3)
+    for _ in range(200):
+        items = [f"b{rng.randint(0, 30)}:8080" for _ in range(rng.randint(0, 12))]
+        for given in (items, sorted(items), sorted(set(items)), set(items), iter(items), tuple(items)):
+            got = _sorted_unique(given)
+            assert got == sorted(set(items)) and got is not given
