@@ -354,7 +354,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         refreshes them with a read per change, off the lookup path; here that read costs nothing
         and moves no other operation (the view is right once the listing is)."""
         try:
-            self.available_brokers = frozenset(await self.md.children(paths.BROKERS))
+            self.available_brokers = await self.md.children_set(paths.BROKERS)
         except MetadataStoreError as e:  # keep the last view; the next notification refreshes it
             self.log.warning("could not list available brokers", error=str(e))
             return

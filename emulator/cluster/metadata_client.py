@@ -158,6 +158,10 @@ class MetadataClient:
         """Sorted child names; [] for a missing node (Pulsar)."""
         return await self._ask(GetChildren(path, self.session_id))
 
+    async def children_set(self, path: str) -> frozenset[str]:
+        """`children` as a frozenset, the one every reader gets until a child comes or goes."""
+        return await self._ask(GetChildren(path, self.session_id, as_set=True))
+
     async def set(self, path: str, data: bytes, *, expected_version: int = -1) -> Stat:
         """Write data; -1 = unconditional (creates a persistent node if absent)."""
         stat = await self._ask(Set(path, data, expected_version, self.session_id))

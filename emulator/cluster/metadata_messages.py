@@ -193,10 +193,13 @@ class Delete(msgspec.Struct, frozen=True):
 
 
 class GetChildren(msgspec.Struct, frozen=True):
-    """-> sorted child names (not full paths); [] for a missing node, as Pulsar."""
+    """-> sorted child names (not full paths); [] for a missing node, as Pulsar. With `as_set`, the
+    names as a frozenset shared by every reader until a child comes or goes (1,000 brokers list
+    /loadbalance/brokers on every registration and keep the listing as a set)."""
 
     path: str
     session_id: int | None = None
+    as_set: bool = False
 
 
 class DeleteRecursive(msgspec.Struct, frozen=True):

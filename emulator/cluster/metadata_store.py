@@ -278,7 +278,7 @@ class MetadataStore(Actor):
     def _on_get_children(self, msg: GetChildren) -> tuple[Any, list[Notification]]:
         path = validate_path(msg.path)
         self.tree.check_session(check_session_id(msg.session_id))
-        return self.tree.children(path), []
+        return (self.tree.children_set(path) if msg.as_set else self.tree.children(path)), []
 
     def _on_delete_recursive(self, msg: DeleteRecursive) -> tuple[Any, list[Notification]]:
         return None, self.tree.delete_recursive(validate_path(msg.path))

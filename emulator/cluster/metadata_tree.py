@@ -89,7 +89,7 @@ class _ZNode:
     216 bytes), and its sorted listing is kept until a child comes or goes (every broker lists
     /loadbalance/brokers on every registration: 1,000 brokers sorted a million times otherwise)."""
 
-    __slots__ = ("data", "version", "ephemeral_owner", "ctime", "mtime", "children", "listing")
+    __slots__ = ("data", "version", "ephemeral_owner", "ctime", "mtime", "children", "listing", "frozen")
 
     def __init__(self, data: bytes, ephemeral_owner: int | None, now_ms: int) -> None:
         self.data = data
@@ -99,17 +99,20 @@ class _ZNode:
         self.mtime = now_ms
         self.children: set[str] | frozenset[str] = _NO_CHILDREN
         self.listing: list[str] | None = None
+        self.frozen: frozenset[str] | None = None
 
     def add_child(self, name: str) -> None:
         if self.children is _NO_CHILDREN:
             self.children = set()
         self.children.add(name)  # type: ignore[union-attr]
         self.listing = None
+        self.frozen = None
 
     def discard_child(self, name: str) -> None:
         if name in self.children:
             self.children.discard(name)  # type: ignore[union-attr]
             self.listing = None
+            self.frozen = None
 
     def sorted_children(self) -> list[str]:
         """The children in name order (a new list: the caller may keep or change it)."""
@@ -117,6 +120,13 @@ class _ZNode:
         if listing is None:
             listing = self.listing = sorted(self.children)
         return listing.copy()
+
+    def children_set(self) -> frozenset[str]:
+        """The children as a frozenset, made once per change of them (readers share it)."""
+        frozen = self.frozen
+        if frozen is None:
+            frozen = self.frozen = frozenset(self.children)
+        return frozen
 
 
 class _Session:
@@ -164,6 +174,10 @@ class MetadataTree:
     def children(self, path: str) -> list[str]:
         node = self._nodes.get(path)
         return [] if node is None else node.sorted_children()
+
+    def children_set(self, path: str) -> frozenset[str]:
+        node = self._nodes.get(path)
+        return _NO_CHILDREN if node is None else node.children_set()
 
     def peek_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
         """(path, data) of every node whose path starts with the string `prefix`, sorted; made again

@@ -614,3 +614,21 @@ def test_peek_prefix_follows_every_change_under_its_prefix_and_hands_out_copies(
     assert tree.peek_prefix("/namespace/a/") == [] and tree.peek_prefix("/") == [
         ("/admin", b""), ("/admin/local-policies", b""), ("/admin/local-policies/a", b"q"),
         ("/namespace", b""), ("/namespace/a", b"")]
+
+
+def test_children_as_a_set_are_shared_until_a_child_comes_or_goes() -> None:
+    """GetChildren with as_set answers the children as one frozenset for every reader, made again
+    when a child is created or deleted (not when one is written), frozenset() for a missing node."""
+    from emulator.cluster.metadata_store import MetadataTree
+
+    tree = MetadataTree()
+    tree.create("/loadbalance/brokers/b1", b"1", None, 0)
+    first = tree.children_set("/loadbalance/brokers")
+    assert first == {"b1"} and tree.children_set("/loadbalance/brokers") is first
+    tree.set("/loadbalance/brokers/b1", b"2", -1, 1)
+    assert tree.children_set("/loadbalance/brokers") is first
+    tree.create("/loadbalance/brokers/b2", b"", None, 2)
+    assert tree.children_set("/loadbalance/brokers") == {"b1", "b2"} and first == {"b1"}
+    tree.delete("/loadbalance/brokers/b1", -1)
+    assert tree.children_set("/loadbalance/brokers") == set(tree.children("/loadbalance/brokers")) == {"b2"}
+    assert tree.children_set("/none") == frozenset()
