@@ -222,21 +222,19 @@ class BundleColumns:
 
         Per window: n = min(num_samples + 1, max_samples); v = ((n - 1) * v + x) / n, in doubles,
         which is also Java's x/0 when n is 0 (IEEE division by +0.0)."""
-        n = self.samples[rows]
+        n = np.take(self.samples, rows, axis=0)
         n += 1
-        np.minimum(n, self.max_samples[rows], out=n)
+        np.minimum(n, np.take(self.max_samples, rows, axis=0), out=n)
         self.samples[rows] = n
-        nf = n.astype(np.float64)
-        mf = (n - 1).astype(np.float64)
-        v: np.ndarray = self.values[rows]
+        # each window's n spread over its 4 columns: whole contiguous rows instead of two strided
+        # halves broadcast against a column (the same product, sum and quotient per element, ~10x faster)
+        nf = np.repeat(n.astype(np.float64), 4, axis=1)
+        mf = np.repeat((n - 1).astype(np.float64), 4, axis=1)
+        v: np.ndarray = np.take(self.values, rows, axis=0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            short, long = v[:, :4], v[:, 4:]
-            short *= mf[:, :1]
-            short += samples
-            short /= nf[:, :1]
-            long *= mf[:, 1:]
-            long += samples
-            long /= nf[:, 1:]
+            v *= mf
+            v += np.tile(samples, 2)
+            v /= nf
         self.values[rows] = v
         self.topics[rows] = topics
         self.dirty[rows] = True
