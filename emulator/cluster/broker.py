@@ -154,7 +154,7 @@ class Broker(NamespaceService, ServerCnx, LeaderElection, BrokerLoadData):
         self.leader_id: str | None = None
         # what this broker knows of the cluster
         self.available_brokers: frozenset[str] = frozenset()
-        self.redirect_view = RedirectView()   # the registrations' classes (redirect_manager.py)
+        self.redirect_view = RedirectView(self.decoded)   # the registrations' classes (redirect_manager.py)
         self._init_bundle_factory()
         self.owned = OwnedBundles()
         self._init_namespace_service()

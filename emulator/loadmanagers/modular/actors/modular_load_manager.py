@@ -270,6 +270,7 @@ class ModularLoadManager:
                     self._namespaces_dirty.update(changed)
                 for broker in changed:
                     report = reports[broker]
+                    assert report is not None
                     own = _own_copy(report)
                     received[broker] = (report, own)
                     broker_data[broker].local_data = own
@@ -514,10 +515,10 @@ class ModularLoadManager:
             same = True
             for broker in dirty:
                 stats_map = brokers[broker].local_data.last_stats
-                entry = cache[broker]
-                if entry[0] is not stats_map:
+                kept = cache[broker]
+                if kept[0] is not stats_map:
                     names = list(dict.fromkeys(namespace_of(b) for b in stats_map))
-                    same = same and entry[1] == names
+                    same = same and kept[1] == names
                     cache[broker] = (stats_map, names)
             dirty.clear()
             if same:
