@@ -81,15 +81,21 @@ def test_objects_and_columns_give_the_same_numbers(seed: int) -> None:
         if rng.random() < 0.2:
             bundle = rng.choice(BUNDLES)
             assert _numbers({bundle: windows[0].admit(bundle)}) == _numbers({bundle: windows[1].admit(bundle)})
-        if rng.random() < 0.2:
-            bundle = rng.choice(BUNDLES)
-            for w in windows:
-                w.remove(bundle)
-        if rng.random() < 0.5:
-            windows[1].current()
-            assert _numbers(windows[0].data) == _numbers(windows[1].data)
+        _remove_and_compare(rng, windows, remove=0.2, compare=0.5)
     windows[1].current()
     assert _numbers(windows[0].data) == _numbers(windows[1].data)
+
+
+def _remove_and_compare(rng: random.Random, windows: list[Any], remove: float, compare: float) -> None:
+    """With these chances, a random bundle leaves both windows, and the columns made current give the
+    objects' numbers."""
+    if rng.random() < remove:
+        bundle = rng.choice(BUNDLES)
+        for w in windows:
+            w.remove(bundle)
+    if rng.random() < compare:
+        windows[1].current()
+        assert _numbers(windows[0].data) == _numbers(windows[1].data)
 
 
 def _new_report(rng: random.Random, data: BrokerData, same_bundles: bool) -> None:
@@ -123,13 +129,7 @@ def test_columns_patching_the_last_layout_give_the_same_numbers(seed: int) -> No
         assert all(turn in seen[0] for turn in seen[1])
         assert changed | busy <= {broker for broker, _ in seen[1]}
         assert _averages(views[0]) == _averages(views[1])
-        if rng.random() < 0.15:
-            bundle = rng.choice(BUNDLES)
-            for w in windows:
-                w.remove(bundle)
-        if rng.random() < 0.3:
-            windows[1].current()
-            assert _numbers(windows[0].data) == _numbers(windows[1].data)
+        _remove_and_compare(rng, windows, remove=0.15, compare=0.3)
     windows[1].current()
     assert _numbers(windows[0].data) == _numbers(windows[1].data)
 
