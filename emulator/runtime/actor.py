@@ -159,7 +159,7 @@ class Actor:
         if not self.alive:
             raise ActorDead(self.name, self._cause)
         timeout = _check_timeout(timeout)
-        loop = asyncio.get_running_loop()
+        loop = self.system._loop or asyncio.get_running_loop()
         if self._task is not None and _current_task(loop) is self._task:
             raise RuntimeError(f"actor {self.name!r} asked itself from its own message loop, which "
                                f"would wait forever: use self.tell(msg), or ask from start_soon()")
@@ -189,7 +189,7 @@ class Actor:
         if not self.alive:
             raise ActorDead(self.name, self._cause)
         timeout = _check_timeout(timeout)
-        loop = asyncio.get_running_loop()
+        loop = self.system._loop or asyncio.get_running_loop()
         reply = _ThenReply(loop, self, asker, then, args)
         self._open[reply] = None
         self._mailbox.put((msg, reply))
@@ -200,7 +200,7 @@ class Actor:
         """Run the plain function `fn(*args)` after `delay` emulated seconds (0: on the next loop
         turn) as part of this actor: skipped if the actor is dead by then; an exception escaping
         it crashes the actor. A timer, not a task: for callback-style code (see `ask_then`)."""
-        loop = asyncio.get_running_loop()
+        loop = self.system._loop or asyncio.get_running_loop()
         if delay > 0:
             loop.call_later(delay, self._call_guarded, fn, args)
         else:
@@ -210,7 +210,7 @@ class Actor:
         """A re-armable timer that runs the plain function `fn()` as part of this actor where a task
         sleeping until then would wake (`Wakeup`: `at(when)`, `soon()`): for periodic work that
         runs often and rarely waits. Cancelled when the actor dies."""
-        w = Wakeup(self, fn, asyncio.get_running_loop())
+        w = Wakeup(self, fn, self.system._loop or asyncio.get_running_loop())
         if self._wakeups is None:
             self._wakeups = []
         self._wakeups.append(w)
@@ -249,7 +249,8 @@ class Actor:
                     name: str | None) -> None:
         """A bare asyncio task (not anyio's start_soon, ~4x dearer): brokers start one per bundle
         resolution and admin operation. It is tracked here and cancelled when the actor dies."""
-        self._tasks.add(asyncio.get_running_loop().create_task(self._guard(fn, args), name=name))
+        loop = self.system._loop or asyncio.get_running_loop()
+        self._tasks.add(loop.create_task(self._guard(fn, args), name=name))
 
     async def stop(self) -> None:
         """Graceful stop: refuse new messages (queued asks fail with ActorDead), let the current
@@ -318,6 +319,7 @@ class Actor:
 
     async def _serve(self) -> None:
         box = self._mailbox
+        loop = self.system._loop or asyncio.get_running_loop()
         receive = self.receive
         batch = 0
         while self._state is _RUNNING:
@@ -330,7 +332,7 @@ class Actor:
                 # instant), and the turn cost a task step each time (a few % of a 2 h default run's
                 # CPU, measured back to back). Same-instant interleavings differ from the yielding
                 # loop's; decisions are still a function of the seed.
-                await box.wait()
+                await box.wait(loop)
                 continue  # re-check the state: a stop() may have woken us
             if batch >= FAIRNESS_BATCH:
                 batch = 0
@@ -348,7 +350,7 @@ class Actor:
         except Exception as exc:
             self._crash(exc)
         finally:
-            self._tasks.discard(_current_task(asyncio.get_running_loop()))
+            self._tasks.discard(_current_task(self.system._loop or asyncio.get_running_loop()))
 
     # ----------------------------------------------------------------------- death
 
@@ -474,6 +476,11 @@ class ActorSystem:
         self._tg: TaskGroup | None = None
         self._closed = False
         self._deadlines = Deadlines()
+        # the loop the system was entered in, which runs every one of its actors: read on the hot
+        # paths instead of asyncio.get_running_loop(), which makes a getpid() system call per call
+        # (3-4 % of a large run's CPU, mostly system time). Actor methods are called from that
+        # loop only (None before the block is entered: asyncio's own lookup, and its error).
+        self._loop: asyncio.AbstractEventLoop | None = None
         # the clock's reading; bound to the loop's own time() once running on a zero-origin loop
         self.now: Callable[[], float] = clock.now
 
@@ -492,7 +499,7 @@ class ActorSystem:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         if isinstance(loop, ZERO_ORIGIN_LOOPS):  # now() is loop.time(): skip two calls per read
             self.now = loop.time
         return self

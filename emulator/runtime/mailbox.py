@@ -57,10 +57,11 @@ class Mailbox(Generic[T]):
         if waiter is not None:
             self._wake(waiter)
 
-    def wait(self) -> asyncio.Future[None]:
+    def wait(self, loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Future[None]:
         """A future done once there is an item or the box is closed (done already if so). A plain
-        future, not a coroutine: the run loop awaits it on every idle turn."""
-        waiter = asyncio.get_running_loop().create_future()
+        future, not a coroutine: the run loop awaits it on every idle turn. `loop`: the running
+        loop, if the caller has it at hand (asyncio.get_running_loop() makes a system call)."""
+        waiter = (loop or asyncio.get_running_loop()).create_future()
         if self._items or self.closed:
             waiter.set_result(None)
         else:
