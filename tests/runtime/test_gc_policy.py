@@ -7,6 +7,7 @@ import gc
 import pytest
 
 from emulator.runtime import VirtualClock, gc_tuned, run
+from emulator.runtime.gc_policy import RUN_GC_THRESHOLD, RUN_GC_THRESHOLD1
 
 
 @pytest.fixture
@@ -44,7 +45,7 @@ def test_run_applies_it_for_the_duration_of_the_run(default_thresholds):
     async def main():
         return gc.get_threshold()[:2]
 
-    assert run(main, clock=VirtualClock()) == (50_000, 50)
+    assert run(main, clock=VirtualClock()) == (RUN_GC_THRESHOLD, RUN_GC_THRESHOLD1) == (200_000, 50)
     assert run(main, clock=VirtualClock(), gc_threshold=None) == (700, 10)
     assert gc.get_threshold() == (700, 10, 10)
 
