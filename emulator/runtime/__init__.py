@@ -6,7 +6,7 @@ Time: `VirtualClock` (deterministic, jumps over idle time; `VirtualEventLoop`) o
 `Actor` with `tell` / `ask` / `Reply`, supervision (`ActorDead`, `ActorFailure`). Randomness:
 `derive_rng(seed, name)`. `sleep`: asyncio.sleep with fewer frames,
 for the hot periodic loops. `run` raises the garbage collector's first threshold for the run
-(`gc_tuned`).
+(`gc_tuned`) and moves a heap past 1 GiB onto huge pages (`huge_pages`).
 """
 
 from .actor import Actor as Actor
@@ -22,6 +22,7 @@ from .errors import AskTimeout as AskTimeout
 from .gc_policy import RUN_GC_THRESHOLD as RUN_GC_THRESHOLD
 from .gc_policy import RUN_GC_THRESHOLD1 as RUN_GC_THRESHOLD1
 from .gc_policy import gc_tuned as gc_tuned
+from .huge_page_policy import huge_pages as huge_pages
 from .paced_loop import PacedEventLoop as PacedEventLoop
 from .paced_loop import WallLag as WallLag
 from .reply import NO_REPLY as NO_REPLY
@@ -59,6 +60,7 @@ __all__ = [
     "derive_seed",
     "epoch_ms",
     "gc_tuned",
+    "huge_pages",
     "run",
     "run_external",
     "scaled_wall_loop_factory",

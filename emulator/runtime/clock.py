@@ -18,6 +18,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import anyio
 
 from .gc_policy import RUN_GC_THRESHOLD, gc_tuned
+from .huge_page_policy import huge_pages
 from .paced_loop import PacedEventLoop, WallLag
 from .virtual_loop import VirtualEventLoop, _check_stall_timeout
 from .wall_loop import ScaledWallEventLoop, _check_speed
@@ -139,12 +140,13 @@ class WallClock(_LoopClock):
 
 
 def run(fn: Callable[..., Awaitable[T]], *args: object, clock: Clock,
-        gc_threshold: int | None = RUN_GC_THRESHOLD) -> T:
+        gc_threshold: int | None = RUN_GC_THRESHOLD, collapse_huge_pages: bool = True) -> T:
     """Run `await fn(*args)` on a new event loop made by `clock`; return its result.
 
     During the run the garbage collector's first threshold is raised to `gc_threshold` and its
     second to `RUN_GC_THRESHOLD1` (None: both untouched), which more than halves the wall time of
-    large clusters (see `gc_policy`)."""
+    large clusters (see `gc_policy`); with `collapse_huge_pages`, a heap past 1 GiB is moved onto
+    2 MiB pages as it grows (see `huge_page_policy`: -10 % of CPU at a million topics)."""
     if inspect.iscoroutine(fn):
         fn.close()
         raise TypeError("run() takes an async function and its arguments, not a coroutine:\n"
@@ -154,6 +156,6 @@ def run(fn: Callable[..., Awaitable[T]], *args: object, clock: Clock,
         raise TypeError(f"run() needs an async function as fn, got {fn!r}")
     if not isinstance(clock, Clock):
         raise TypeError(f"clock must be a Clock (VirtualClock() or WallClock(speed)), got {clock!r}")
-    with gc_tuned(gc_threshold):
+    with gc_tuned(gc_threshold), huge_pages(collapse_huge_pages):
         return anyio.run(fn, *args, backend="asyncio",
                          backend_options={"loop_factory": clock.loop_factory})
