@@ -146,7 +146,7 @@ def run(fn: Callable[..., Awaitable[T]], *args: object, clock: Clock,
     During the run the garbage collector's first threshold is raised to `gc_threshold` and its
     second to `RUN_GC_THRESHOLD1` (None: both untouched), which more than halves the wall time of
     large clusters (see `gc_policy`); with `collapse_huge_pages`, a heap past 1 GiB is moved onto
-    2 MiB pages as it grows (see `huge_page_policy`: -10 % of CPU at a million topics)."""
+    2 MiB pages as it grows (see `huge_page_policy`: -10 to -18 % of CPU at a million topics)."""
     if inspect.iscoroutine(fn):
         fn.close()
         raise TypeError("run() takes an async function and its arguments, not a coroutine:\n"

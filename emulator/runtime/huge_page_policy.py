@@ -4,9 +4,11 @@ Why: pymalloc takes memory in 1 MiB arenas of 4 KiB pages, which the kernel's tr
 never back (an arena is faulted in before its neighbours exist to make a 2 MiB span). At a million
 topics the heap is 6 GB, and its page tables (12 MB) no longer fit the caches: an access to an object
 that is not hot costs a page walk from memory. Measured on the 2-core VM (bench/README.md, "Round 4"):
-a random read and write of a small object's attributes costs 1.2 us in a 0.5 GB heap, 1.3 us in
-1.5 GB and 2.5 us in 5 GB; after collapsing the 5 GB heap into huge pages, 1.4 us. So the same work
-costs more per topic the larger the cluster, whatever the emulator's algorithms.
+a random read and write of a small object's attributes (`python -m bench.random_access`) costs 1.1-1.2
+us in a 0.5 GB heap, 1.3 us in 1.5 GB and 1.8-2.5 us in 5 GB; after collapsing the 5 GB heap into huge
+pages, 1.4-2.2 us (the machine's noise is wide). So the same work costs more per topic the larger the
+cluster, whatever the emulator's algorithms. pulsar-large at full size, a run with and one without
+side by side: -10 % and -18 % of CPU in two pairs, the same decisions.
 
 `huge_pages()` starts a daemon thread that wakes every `every` seconds of wall time and, once the
 process's resident set passes `min_rss`, asks the kernel to collapse each private, writable, anonymous
