@@ -38,12 +38,11 @@ def _probe(megabytes: int, collapse: bool) -> dict[str, float]:
     objects = [_Handle(i) for i in range(n)]
     collapsed = 0
     if collapse:
-        from emulator.runtime.huge_page_policy import Collapser, _libc_madvise
-        madvise = _libc_madvise()
+        from emulator.runtime.huge_page_policy import Collapser, libc_madvise
+        madvise = libc_madvise()
         if madvise is not None:
             collapser = Collapser(madvise)
-            with open("/proc/self/maps", encoding="ascii") as f:
-                collapser.collapse(f.read())
+            collapser.collapse_self()
             collapsed = collapser.collapsed_bytes
     rng = random.Random(1)
     picks = [rng.randrange(n) for _ in range(OPS)]

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 
 import structlog
 
-__all__ = ["HUGE_PAGE", "MIN_RSS", "Collapser", "anonymous_spans", "huge_pages", "probe"]
+__all__ = ["HUGE_PAGE", "MIN_RSS", "Collapser", "anonymous_spans", "huge_pages", "libc_madvise", "probe"]
 
 HUGE_PAGE = 2 << 20
 """x86-64's and arm64's (4 KiB granule) transparent huge page: 2 MiB."""
@@ -83,6 +83,7 @@ class Collapser:
         self.done: set[int] = set()
         self.collapsed_bytes = 0
         self.refused_bytes = 0
+        self.passes = 0
 
     def collapse(self, maps: str) -> int:
         """Collapse what is new in `maps`; the bytes asked for in this pass."""
@@ -100,7 +101,13 @@ class Collapser:
                     asked += self._collapse_run(run_start, chunk)
                     run_start = None
         self.done &= mapped   # chunks unmapped since: a new arena there starts in 4 KiB pages
+        self.passes += 1
         return asked
+
+    def collapse_self(self) -> int:
+        """`collapse` this process's own mappings (/proc/self/maps)."""
+        with open("/proc/self/maps", encoding="ascii") as f:
+            return self.collapse(f.read())
 
     def _collapse_run(self, first: int, end: int) -> int:
         length = (end - first) * HUGE_PAGE
@@ -116,7 +123,7 @@ class Collapser:
 
 
 @functools.cache
-def _libc_madvise() -> Madvise | None:
+def libc_madvise() -> Madvise | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.madvise
@@ -164,7 +171,7 @@ def _resident_bytes() -> int:
 def huge_pages(enabled: bool = True, *, every: float = EVERY, min_rss: int = MIN_RSS) -> Iterator[Collapser | None]:
     """Collapse the heap into huge pages in a thread for the duration of the block (see the module
     docstring); yields the `Collapser` (None when off or unsupported)."""
-    madvise = _libc_madvise() if enabled and os.path.exists("/proc/self/maps") else None
+    madvise = libc_madvise() if enabled and os.path.exists("/proc/self/maps") else None
     refused = None if madvise is None else _kernel_answer(madvise)
     if madvise is None or refused:
         if refused:
@@ -176,10 +183,8 @@ def huge_pages(enabled: bool = True, *, every: float = EVERY, min_rss: int = MIN
 
     def passes() -> None:
         while not stop.wait(every):
-            if _resident_bytes() < min_rss:
-                continue
-            with open("/proc/self/maps", encoding="ascii") as f:
-                collapser.collapse(f.read())
+            if _resident_bytes() >= min_rss:
+                collapser.collapse_self()
 
     thread = threading.Thread(target=passes, name="huge-pages", daemon=True)
     thread.start()

@@ -8,11 +8,10 @@ import errno
 import mmap
 import re
 import threading
-import time
 
 import pytest
 
-from emulator.runtime.huge_page_policy import HUGE_PAGE, Collapser, _libc_madvise, anonymous_spans, huge_pages, probe
+from emulator.runtime.huge_page_policy import HUGE_PAGE, Collapser, anonymous_spans, huge_pages, libc_madvise, probe
 
 MiB = 1 << 20
 
@@ -83,7 +82,7 @@ def test_a_refused_mapping_is_left_alone_and_a_transient_failure_is_retried():
 
 def test_off_when_the_kernel_refuses_the_probe(monkeypatch):
     import emulator.runtime.huge_page_policy as hp  # the module, not the function
-    monkeypatch.setattr(hp, "_libc_madvise", lambda: (lambda start, length: errno.EINVAL))
+    monkeypatch.setattr(hp, "libc_madvise", lambda: (lambda start, length: errno.EINVAL))
     with huge_pages() as collapser:
         assert collapser is None
     assert not any(t.name == "huge-pages" for t in threading.enumerate())
@@ -105,20 +104,39 @@ def _huge_kib(start: int, end: int) -> int:
 
 
 def test_a_real_collapse_backs_a_buffer_with_huge_pages():
+    madvise = libc_madvise()
+    if madvise is None or probe(madvise):
+        pytest.skip("no MADV_COLLAPSE here (not Linux, a kernel before 6.1, or THP `never`)")
     buf = mmap.mmap(-1, 16 * MiB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)   # faulted in 4 KiB pages
     buf.write(b"x" * len(buf))
     view = ctypes.c_char.from_buffer(buf)
     start = ctypes.addressof(view)
     del view
     before = _huge_kib(start, start + len(buf))
-    madvise = _libc_madvise()
-    if madvise is None or probe(madvise):
-        pytest.skip("no MADV_COLLAPSE here (not Linux, a kernel before 6.1, or THP `never`)")
-    with huge_pages(every=0.05, min_rss=0) as collapser:
-        assert collapser is not None
-        deadline = time.monotonic() + 20
-        while _huge_kib(start, start + len(buf)) - before < 8 * 1024 and time.monotonic() < deadline:
-            time.sleep(0.05)
+    collapser = Collapser(madvise)
+    collapser.collapse_self()
     assert _huge_kib(start, start + len(buf)) - before >= 8 * 1024   # at least 4 of its 2 MiB chunks
-    assert not any(t.name == "huge-pages" for t in threading.enumerate())   # the thread ended
+    assert collapser.collapsed_bytes >= 8 * MiB
     buf.close()
+
+
+def test_the_thread_passes_past_min_rss_and_ends_with_the_block(monkeypatch):
+    import emulator.runtime.huge_page_policy as hp  # the module, not the function
+    if libc_madvise() is None or probe(libc_madvise()):
+        pytest.skip("no MADV_COLLAPSE here")
+    rss = iter([0, 0, 1 << 40])   # below min_rss twice, then above: the third wake makes the first pass
+    passed = threading.Event()
+    resident_reads = []
+
+    def resident() -> int:
+        resident_reads.append(1)
+        return next(rss, 1 << 40)
+
+    real = hp.Collapser.collapse_self
+    monkeypatch.setattr(hp, "_resident_bytes", resident)
+    monkeypatch.setattr(hp.Collapser, "collapse_self", lambda self: (real(self), passed.set())[0])
+    with huge_pages(every=0.001, min_rss=1 << 30) as collapser:
+        assert collapser is not None
+        assert passed.wait(10)   # synchronisation with the thread, not a wait for time to pass
+        assert len(resident_reads) >= 3 and collapser.passes >= 1
+    assert not any(t.name == "huge-pages" for t in threading.enumerate())
