@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collapse", action="store_true", help="collapse the heap into huge pages first")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if min(args.sizes) < 1:
+        parser.error(f"sizes = {min(args.sizes)}; expected every N >= 1")
     if args.child:
         probe = _topic_probe if args.topics else _probe
         print(json.dumps(probe(args.sizes[0], args.collapse)))
