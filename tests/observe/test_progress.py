@@ -93,7 +93,11 @@ def test_reading_the_bar_changes_nothing_in_a_run(monkeypatch):
     class Often(ProgressBar):
         def __init__(self, *args, **kw):
             poll = kw.pop("poll")
-            super().__init__(*args, poll=lambda: polls.append(1) or poll(), **{**kw, "refresh": 0.002})
+            def read():
+                reading = poll()
+                polls.append(reading)
+                return reading
+            super().__init__(*args, poll=read, **{**kw, "refresh": 0.002})
 
     def once(show: bool) -> str:
         return run(RunOptions(scenario="pip364-skewed", duration=120.0, progress=show),
@@ -102,4 +106,7 @@ def test_reading_the_bar_changes_nothing_in_a_run(monkeypatch):
     quiet = once(False)
     monkeypatch.setattr(progress, "ProgressBar", Often)
     shown = once(True)
-    assert len(polls) > 20 and shown == quiet
+    # readings taken while the run was under way (not its first or last): their number follows the
+    # machine's speed (19 polls in all on a fast one), so only a few are asked for
+    during = [r for r in polls if 0.0 < (r.done if isinstance(r, Reading) else r[0]) < 120.0]
+    assert len(during) >= 5 and shown == quiet
