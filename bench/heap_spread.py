@@ -11,7 +11,7 @@ collector on the rest, and then runs the same scenario: the run's own objects la
 over the whole heap, as the objects of a run with ten times the topics are scattered over its own. The
 figure is each child's CPU (user + sys) after the ballast is made, so the two differ only in where the
 run's objects live. Both kinds must make the same decisions: their KPIs are compared, and a difference
-exits 1.
+exits 1; a run that broke (its exit code neither 0 nor 1) exits 3, with no comparison.
 
 What it does not reproduce: a larger run's larger dicts and arrays (a lookup among 1,000,000 topics
 instead of 100,000), which `python -m bench.random_access --topics` times on its own.
@@ -67,8 +67,10 @@ def _child(scenario: str, out: str, gigabytes: float, holes: float) -> int:
     summary = out + ".summary.json"
     code = emulator_main(["run", scenario, "--quiet", "--no-memory-check", "--summary-json", summary])
     after = resource.getrusage(resource.RUSAGE_SELF)
-    with open(summary, encoding="utf-8") as f:
-        kpis = json.load(f).get("kpis", {})
+    kpis: dict[str, Any] = {}
+    if os.path.exists(summary):   # none when the run broke (exit 3): the parent reports its exit code
+        with open(summary, encoding="utf-8") as f:
+            kpis = json.load(f).get("kpis", {})
     doc = {"ballast_gb": gigabytes, "holes": holes, "ballast_objects": len(ballast), "exit_code": code,
            "user_s": after.ru_utime - before.ru_utime, "sys_s": after.ru_stime - before.ru_stime,
            "peak_rss_mb": after.ru_maxrss >> 10, "kpis": kpis}
@@ -110,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
                 runs[kind].append(doc)
                 print(f"{kind:>6}: user {doc['user_s']:6.1f} s, sys {doc['sys_s']:5.1f} s, "
                       f"peak RSS {doc['peak_rss_mb']:>6} MB, exit {doc['exit_code']}", flush=True)
+    broken = [d["exit_code"] for docs in runs.values() for d in docs if d["exit_code"] not in (0, 1)]
+    if broken:
+        print(f"a run broke (exit {broken[0]}): no comparison")
+        return 3
     cpu = {kind: statistics.median(d["user_s"] + d["sys_s"] for d in docs) for kind, docs in runs.items()}
     user = {kind: statistics.median(d["user_s"] for d in docs) for kind, docs in runs.items()}
     print(f"median CPU: plain {cpu['plain']:.1f} s, spread {cpu['spread']:.1f} s "
